@@ -1,0 +1,155 @@
+"""The topology data model: devices and directed links held in numpy arrays.
+
+Array-backed (struct of arrays) so a 131,072-GPU cluster fits in memory and every bulk
+query is vectorised. Devices and links are addressed by integer index.
+
+Invariants (checked by `fabricsim.topology.validate`):
+- links are created in opposite pairs: link 2k and 2k+1 join the same two devices in
+  opposite directions (so `reverse(l) == l ^ 1`);
+- capacities are bytes/s per direction, latencies seconds, both > 0 (latency >= 0);
+- GPU ranks are `0..n_gpus-1`; `gpu_device[rank]` is the GPU's device index.
+
+Logical aggregation, as NCCL's own topology does: all NVSwitch chips of one NVLink
+domain may be one NVSWITCH device whose `units` says how many chips it stands for, and
+parallel physical links between two devices are one link whose `count` says how many.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+
+class DeviceKind(IntEnum):
+    """What a device is. Values are stored in `Topology.dev_kind` (int8)."""
+
+    GPU = 0
+    CPU = 1  # a CPU socket with its host memory (the bounce buffer when GPUDirect is off)
+    PCIE_SWITCH = 2
+    NIC = 3
+    NVSWITCH = 4  # NVSwitch chip(s) of one NVLink domain
+    FABRIC_SWITCH = 5  # InfiniBand or Ethernet switch of the scale-out fabric
+
+
+@dataclass(eq=False)
+class Topology:
+    """A cluster as devices and directed links.
+
+    Device arrays (length n_devices):
+      dev_kind   int8   DeviceKind
+      dev_node   int32  host (server / compute tray) index; -1 for fabric switches
+      dev_domain int32  NVLink domain index (server, or rack for NVL72); -1 for fabric switches
+      dev_local  int32  index inside its host for GPU/NIC/PCIe switch/CPU (a NIC's rail);
+                        index inside its (pod, level) for fabric switches
+      dev_level  int8   fabric tier for FABRIC_SWITCH (1 leaf, 2 spine, 3 core); 0 otherwise
+      dev_pod    int32  scalable unit / pod of a fabric switch or host; -1 if none
+      dev_part   int16  index into `parts` (catalog part name)
+      dev_units  int16  physical chips this device stands for (NVSwitch aggregation); 1 otherwise
+
+    Link arrays (length n_links, directed, created in opposite pairs):
+      link_src, link_dst  int32   device indices
+      link_capacity       float64 bytes/s in this direction
+      link_latency        float64 seconds (wire + the receiving port's hop latency)
+      link_tech           int16   index into `techs` (link technology name)
+      link_count          int16   physical links aggregated into this one
+
+    GPU ranks:
+      gpu_device int32  device index of GPU rank r
+      gpu_nic    int32  device index of GPU rank r's own NIC (-1: none)
+      gpu_cpu    int32  device index of GPU rank r's CPU socket
+    """
+
+    name: str
+    dev_kind: np.ndarray
+    dev_node: np.ndarray
+    dev_domain: np.ndarray
+    dev_local: np.ndarray
+    dev_level: np.ndarray
+    dev_pod: np.ndarray
+    dev_part: np.ndarray
+    dev_units: np.ndarray
+    parts: list[str]
+    link_src: np.ndarray
+    link_dst: np.ndarray
+    link_capacity: np.ndarray
+    link_latency: np.ndarray
+    link_tech: np.ndarray
+    link_count: np.ndarray
+    techs: list[str]
+    gpu_device: np.ndarray
+    gpu_nic: np.ndarray | None = None  # NIC device each GPU rank uses by default (its PCIe-closest NIC), -1 if none
+    gpu_cpu: np.ndarray | None = None  # CPU device whose memory a GPU rank's host bounce uses
+    spec: Any = None  # the ClusterSpec this topology was built from (for save / round trip)
+    features: dict[str, Any] = field(default_factory=dict)  # e.g. sharp, gpudirect, nvls, fabric
+
+    @property
+    def n_devices(self) -> int:
+        return int(self.dev_kind.shape[0])
+
+    @property
+    def n_links(self) -> int:
+        return int(self.link_src.shape[0])
+
+    @property
+    def n_gpus(self) -> int:
+        return int(self.gpu_device.shape[0])
+
+    @cached_property
+    def gpu_node(self) -> np.ndarray:
+        """Host index of each GPU rank."""
+        return self.dev_node[self.gpu_device]
+
+    @cached_property
+    def gpu_domain(self) -> np.ndarray:
+        """NVLink domain index of each GPU rank."""
+        return self.dev_domain[self.gpu_device]
+
+    @cached_property
+    def out_ptr(self) -> np.ndarray:
+        """CSR row pointers of outgoing links per device: links of device d are
+        `out_links[out_ptr[d]:out_ptr[d+1]]`."""
+        counts = np.bincount(self.link_src, minlength=self.n_devices)
+        ptr = np.zeros(self.n_devices + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return ptr
+
+    @cached_property
+    def out_links(self) -> np.ndarray:
+        """Outgoing link indices grouped by source device (stable order)."""
+        return np.argsort(self.link_src, kind="stable").astype(np.int32)
+
+    def links_from(self, device: int) -> np.ndarray:
+        """Indices of the links leaving `device`."""
+        return self.out_links[self.out_ptr[device] : self.out_ptr[device + 1]]
+
+    def devices_of(self, kind: DeviceKind) -> np.ndarray:
+        """Indices of every device of `kind`."""
+        return np.flatnonzero(self.dev_kind == kind).astype(np.int32)
+
+    def device_name(self, d: int) -> str:
+        """A readable name, made on demand (names are not stored: 131k GPUs)."""
+        kind = DeviceKind(int(self.dev_kind[d]))
+        if kind == DeviceKind.FABRIC_SWITCH:
+            tier = {1: "leaf", 2: "spine", 3: "core"}.get(int(self.dev_level[d]), f"l{int(self.dev_level[d])}")
+            pod = int(self.dev_pod[d])
+            where = f"su{pod}." if pod >= 0 else ""
+            return f"{where}{tier}{int(self.dev_local[d])}"
+        label = {
+            DeviceKind.GPU: "gpu",
+            DeviceKind.CPU: "cpu",
+            DeviceKind.PCIE_SWITCH: "pcisw",
+            DeviceKind.NIC: "nic",
+            DeviceKind.NVSWITCH: "nvswitch",
+        }[kind]
+        if kind == DeviceKind.NVSWITCH:
+            return f"domain{int(self.dev_domain[d])}.{label}{int(self.dev_local[d])}"
+        return f"node{int(self.dev_node[d])}.{label}{int(self.dev_local[d])}"
+
+    def link_name(self, link: int) -> str:
+        """`src -> dst (tech)` for reports."""
+        s, t = int(self.link_src[link]), int(self.link_dst[link])
+        return f"{self.device_name(s)} -> {self.device_name(t)} ({self.techs[int(self.link_tech[link])]})"

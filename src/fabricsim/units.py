@@ -1,0 +1,46 @@
+"""Unit parsing and formatting. Inside fabricsim everything is SI: bytes, seconds, bytes/s.
+
+Conversions happen only at the edges (CLI, YAML, reports) through these helpers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fabricsim.errors import FabricsimError
+
+GB = 1e9  # decimal gigabyte, as nccl-tests and NVIDIA datasheets use
+Gbit = 1e9 / 8  # one gigabit in bytes
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B?)\s*$", re.IGNORECASE)
+_SIZE_MULT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str | int) -> int:
+    """Parse a byte count with nccl-tests' binary suffixes: '8', '64K', '1M', '8G' (K = 1024)."""
+    if isinstance(text, int):
+        value = text
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m:
+            raise FabricsimError(f"invalid size '{text}': use a byte count with an optional K/M/G/T suffix, e.g. 64K or 1G")
+        value = float(m.group(1)) * _SIZE_MULT[m.group(2).upper()]
+        if value != int(value):
+            raise FabricsimError(f"invalid size '{text}': it is not a whole number of bytes")
+        value = int(value)
+    if value < 0:
+        raise FabricsimError(f"invalid size '{text}': sizes must be zero or positive")
+    return value
+
+
+def gbps_to_bytes(gbit_per_s: float) -> float:
+    """Line rate in Gb/s (network convention) to bytes/s."""
+    return gbit_per_s * Gbit
+
+
+def format_bytes(n: float) -> str:
+    """Human-readable binary size: 1.0 GiB, 512 KiB, 8 B."""
+    for unit, div in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= div:
+            return f"{n / div:.4g} {unit}"
+    return f"{n:.0f} B"
