@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-ALL: list = []
+from fabricsim.cli.topo import topo
+
+ALL: list = [topo]

@@ -1,1 +1,50 @@
-"""fabricsim.topology"""
+"""fabricsim.topology: cluster specs, presets and the array-backed Topology they build into."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fabricsim.errors import FabricsimError
+from fabricsim.topology.builders import build_topology
+from fabricsim.topology.model import DeviceKind, Topology
+from fabricsim.topology.presets import PRESETS, preset_spec
+from fabricsim.topology.spec import ClusterSpec
+from fabricsim.topology.validate import validate
+
+__all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Topology", "build", "load_cluster", "load_spec", "preset_spec",
+           "save_cluster", "validate"]
+
+
+def build(spec: ClusterSpec) -> Topology:
+    """Build and validate the topology of `spec`."""
+    topo = build_topology(spec)
+    validate(topo)
+    return topo
+
+
+def load_spec(name_or_path: str | Path, nodes: int | None = None, gpus: int | None = None) -> ClusterSpec:
+    """A preset name or a YAML file path -> ClusterSpec (nodes / gpus resize presets only)."""
+    text = str(name_or_path)
+    if text in PRESETS:
+        return preset_spec(text, nodes=nodes, gpus=gpus)
+    if text.endswith((".yaml", ".yml")) or Path(text).is_file():
+        if not Path(text).is_file():
+            raise FabricsimError(f"cluster file {text} does not exist: check the path, or use a preset: {', '.join(PRESETS)}")
+        spec = ClusterSpec.from_yaml(Path(text))
+        if nodes is not None or gpus is not None:
+            raise FabricsimError(f"--nodes/--gpus resize presets only: edit 'nodes' in {text} instead")
+        return spec
+    raise FabricsimError(f"unknown cluster '{text}': use a YAML file path or one of the presets: {', '.join(PRESETS)}")
+
+
+def load_cluster(name_or_path: str | Path, nodes: int | None = None, gpus: int | None = None) -> Topology:
+    """Build the topology of a preset name or YAML file path."""
+    return build(load_spec(name_or_path, nodes=nodes, gpus=gpus))
+
+
+def save_cluster(spec: ClusterSpec, path: str | Path) -> None:
+    """Write `spec` as YAML that `load_cluster(path)` reads back."""
+    try:
+        Path(path).write_text(spec.to_yaml())
+    except OSError as err:
+        raise FabricsimError(f"cannot write {path}: {err.strerror}; check the directory exists and is writable") from None

@@ -1,0 +1,85 @@
+"""`fabricsim topo`: list presets, show a cluster's summary, save a cluster spec as YAML."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from fabricsim.topology import PRESETS, load_cluster, load_spec, save_cluster
+from fabricsim.topology.summary import summarize
+from fabricsim.units import GB, Gbit
+
+
+def _bw(bps: float) -> str:
+    """bytes/s -> 'x GB/s' or 'x TB/s' (decimal, as datasheets)."""
+    return f"{bps / 1e12:,.2f} TB/s" if bps >= 1e12 else f"{bps / GB:,.2f} GB/s"
+
+
+def _size_options(f):
+    f = click.option("--gpus", type=int, default=None, help="Total GPUs (whole nodes / racks); presets only.")(f)
+    return click.option("--nodes", type=int, default=None, help="Nodes (servers or NVL72 trays); presets only.")(f)
+
+
+@click.group("topo")
+def topo() -> None:
+    """Cluster topologies: presets, summaries, YAML specs."""
+
+
+@topo.command("list")
+def list_presets() -> None:
+    """List the preset clusters."""
+    width = max(map(len, PRESETS))
+    for name, (desc, _) in PRESETS.items():
+        click.echo(f"{name:<{width}}  {desc}")
+
+
+def render(s: dict) -> str:
+    """The summary as an aligned, deterministic text report."""
+    rows = [
+        ("cluster", s["name"]),
+        ("GPUs", f"{s['gpus']:,} x {s['gpu']} ({s['nodes']:,} nodes, {s['gpus_per_domain']} GPUs per NVLink domain)"),
+        ("scale-up per GPU", f"{_bw(s['scaleup_bw_per_gpu'])}/dir, {_bw(s['scaleup_bw_per_gpu_bidir'])} both ({s['scaleup_tech']})"),
+        ("PCIe per GPU", f"{_bw(s['pcie_bw_per_gpu'])}/dir; host link {_bw(s['host_link_bw_per_gpu'])}/dir"),
+        ("NVLink : PCIe", f"{s['nvlink_to_pcie']:.1f}x" if s["nvlink_to_pcie"] else "no NVLink"),
+        ("scale-out per GPU", f"{_bw(s['scaleout_bw_per_gpu'])}/dir ({s['scaleout_bw_per_gpu'] / Gbit:,.0f} Gb/s)"),
+        ("all-to-all aggregate", f"{_bw(s['alltoall_bw'])}/dir, {_bw(s['alltoall_bw_bidir'])} both"),
+        ("bisection", f"{_bw(s['bisection_bw'])}/dir, {_bw(s['bisection_bw_bidir'])} both"),
+        ("fabric", f"{s['fabric'] or 'none'}, {s['fabric_levels']} level(s)"
+                   + (f", {s['fabric_planes']} rail planes" if s["fabric_planes"] > 1 else "")),
+        ("features", ", ".join(k for k, v in s["features"].items() if v) or "none"),
+        ("switches", ", ".join(f"{k} {v:,}" for k, v in s["switches"].items() if v)),
+        ("size", f"{s['devices']:,} devices, {s['directed_links']:,} directed links"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    lines += ["", "switch parts:"]
+    for name, p in s["switch_parts"].items():
+        lines.append(f"  {name:<13} {p['kind']:<10} x{p['chips']:<7,} {p['ports']:>3} x {p['port_bw'] / Gbit:>6,.0f} Gb/s"
+                     f" = {p['aggregate_bw_bidir'] / Gbit / 1e3:,.1f} Tb/s both ({p['port_link']}, reduction {p['reduction']})")
+    lines += ["", "link technologies:"]
+    for name, lt in s["links"].items():
+        lines.append(f"  {name:<11} {lt['kind']:<11} {lt['physical_links']:>9,} links  {_bw(lt['bw']):>12}/dir"
+                     f" {_bw(lt['bw_bidir']):>12} both  ({lt['bw'] / Gbit:,.0f} Gb/s/dir)")
+    return "\n".join(lines)
+
+
+@topo.command("show")
+@click.argument("cluster")
+@_size_options
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (SI units).")
+def show(cluster: str, nodes: int | None, gpus: int | None, as_json: bool) -> None:
+    """Summarise CLUSTER (a preset name or a YAML file)."""
+    s = summarize(load_cluster(cluster, nodes=nodes, gpus=gpus))
+    click.echo(json.dumps(s, indent=2, sort_keys=True) if as_json else render(s))
+
+
+@topo.command("save")
+@click.argument("cluster")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="YAML file to write.")
+@_size_options
+def save(cluster: str, output: str, nodes: int | None, gpus: int | None) -> None:
+    """Write CLUSTER's spec as YAML (edit it, then `topo show file.yaml`)."""
+    spec = load_spec(cluster, nodes=nodes, gpus=gpus)
+    save_cluster(spec, output)
+    click.echo(f"wrote {output}")

@@ -1,0 +1,232 @@
+"""Vectorised construction of a Topology from a ClusterSpec.
+
+Devices are laid out in blocks (all GPUs node-major so GPU rank r is device r, then CPUs,
+PCIe switches, NICs, NVSwitch domains, fabric switches) and every block is made with numpy
+arithmetic, so 131,072 GPUs build without per-device Python objects.
+
+Conventions (routing relies on them): see docs/ARCHITECTURE.md. Link capacity is the
+physical per-direction rate times the link count (no efficiency: the engine applies it);
+link latency is the technology's latency plus the hop latency of the device it enters
+(switch hop, or NIC adapter latency).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fabricsim import hardware
+from fabricsim.errors import FabricsimError
+from fabricsim.topology.fabric import FatTree, plan_fat_tree
+from fabricsim.topology.model import DeviceKind, Topology
+from fabricsim.topology.spec import ClusterSpec
+
+# DGX-1 hybrid cube-mesh GPU pairs and NVLink multiplicity, keyed by NVLinks per GPU.
+# Source: hardware.md §3c (DGX-1 V100 whitepaper via iitr.ac.in; `nvidia-smi topo -m` dump of
+# a DGX-1V in Microway's tech tip). P100 (4 links): every cube edge + 2 face diagonals, single.
+_CUBE_MESH = {
+    4: [(0, 1, 1), (0, 2, 1), (0, 3, 1), (0, 4, 1), (1, 2, 1), (1, 3, 1), (1, 5, 1), (2, 3, 1),
+        (2, 6, 1), (3, 7, 1), (4, 5, 1), (4, 6, 1), (5, 7, 1), (4, 7, 1), (5, 6, 1), (6, 7, 1)],
+    6: [(0, 1, 1), (0, 2, 1), (0, 3, 2), (0, 4, 2), (1, 2, 2), (1, 3, 1), (1, 5, 2), (2, 3, 2),
+        (2, 6, 1), (3, 7, 1), (4, 5, 1), (4, 6, 1), (5, 7, 1), (4, 7, 2), (5, 6, 2), (6, 7, 2)],
+}
+
+
+
+@dataclass
+class _Acc:
+    """Device and link blocks collected before concatenation."""
+
+    dev: dict[str, list[np.ndarray]] = field(default_factory=lambda: {k: [] for k in _DEV_FIELDS})
+    link: dict[str, list[np.ndarray]] = field(default_factory=lambda: {k: [] for k in _LINK_FIELDS})
+    parts: list[str] = field(default_factory=list)
+    techs: list[str] = field(default_factory=list)
+    n_dev: int = 0
+
+
+_DEV_FIELDS = {"kind": np.int8, "node": np.int32, "domain": np.int32, "local": np.int32,
+               "level": np.int8, "pod": np.int32, "part": np.int16, "units": np.int16}
+_LINK_FIELDS = {"src": np.int32, "dst": np.int32, "capacity": np.float64, "latency": np.float64,
+                "tech": np.int16, "count": np.int16}
+
+
+def _index(names: list[str], name: str) -> int:
+    if name not in names:
+        names.append(name)
+    return names.index(name)
+
+
+def _add_devices(acc: _Acc, kind: DeviceKind, n: int, part: str, *, node=-1, domain=-1, local=0,
+                 level=0, pod=-1, units=1) -> np.ndarray:
+    """Append n devices (scalars broadcast); returns their indices."""
+    ids = np.arange(acc.n_dev, acc.n_dev + n, dtype=np.int32)
+    values = {"kind": int(kind), "node": node, "domain": domain, "local": local, "level": level,
+              "pod": pod, "part": _index(acc.parts, part), "units": units}
+    for k, dtype in _DEV_FIELDS.items():
+        acc.dev[k].append(np.broadcast_to(np.asarray(values[k], dtype=dtype), (n,)))
+    acc.n_dev += n
+    return ids
+
+
+def _add_pairs(acc: _Acc, a, b, tech: str, count=1, enter_b: float = 0.0, enter_a: float = 0.0) -> None:
+    """Links a->b and b->a as pairs (2k, 2k+1). enter_x: hop latency added on the link entering x."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.int32), np.asarray(b, np.int32))
+    count = np.broadcast_to(np.asarray(count, np.int16), a.shape)
+    lt = hardware.get_link(tech)
+    m = a.shape[0]
+    acc.link["src"].append(np.column_stack([a, b]).ravel())
+    acc.link["dst"].append(np.column_stack([b, a]).ravel())
+    acc.link["capacity"].append(np.repeat(count * float(lt.bw), 2))
+    acc.link["latency"].append(np.tile([lt.latency + enter_b, lt.latency + enter_a], m))
+    acc.link["tech"].append(np.full(2 * m, _index(acc.techs, tech), np.int16))
+    acc.link["count"].append(np.repeat(count, 2))
+
+
+def _slower(a: str, b: str) -> str:
+    """The link technology a connection between ports of techs a and b runs at (the slower end)."""
+    return a if hardware.get_link(a).bw <= hardware.get_link(b).bw else b
+
+
+def build_topology(spec: ClusterSpec) -> Topology:
+    """Devices and links for `spec` (not validated; `fabricsim.topology.build` validates)."""
+    gpu = hardware.get_gpu(spec.gpu)
+    acc = _Acc()
+    N, G, C, S, R = spec.nodes, spec.gpus_per_node, spec.cpus_per_node, spec.pcie_switches_per_node, spec.nics_per_node
+    nodes = np.arange(N, dtype=np.int32)
+    node_domain = nodes * G // spec.domain_size
+    node_pod = nodes // spec.su_nodes
+
+    def per_node(k: int) -> dict:
+        return {"node": np.repeat(nodes, k), "domain": np.repeat(node_domain, k),
+                "local": np.tile(np.arange(k, dtype=np.int32), N), "pod": np.repeat(node_pod, k)}
+
+    gpus = _add_devices(acc, DeviceKind.GPU, N * G, gpu.name, **per_node(G))
+    cpu_part = "grace" if spec.host_cpu == "grace" else "x86"
+    cpus = _add_devices(acc, DeviceKind.CPU, N * C, cpu_part, **per_node(C))
+    g_local = np.tile(np.arange(G), N)
+    g_node = np.repeat(nodes, G)
+    gpu_cpu = cpus[g_node * C + g_local * C // G]
+    host_link = "nvlink-c2c" if spec.host_cpu == "grace" else gpu.pcie_link
+
+    # Host side: GPU <-> PCIe switch <-> CPU (or GPU <-> CPU directly), CPU <-> CPU.
+    if S:
+        sw = hardware.get_switch(spec.pcie_switch)
+        psw = _add_devices(acc, DeviceKind.PCIE_SWITCH, N * S, sw.name, **per_node(S))
+        gpu_psw = psw[g_node * S + g_local * S // G]
+        _add_pairs(acc, gpus, gpu_psw, _slower(gpu.pcie_link, sw.port_link), enter_b=sw.hop_latency)
+        s_local = np.tile(np.arange(S), N)
+        s_node = np.repeat(nodes, S)
+        _add_pairs(acc, psw, cpus[s_node * C + s_local * C // S], sw.port_link, enter_a=sw.hop_latency)
+    else:
+        _add_pairs(acc, gpus, gpu_cpu, host_link)
+    if C > 1 and spec.host_cpu == "x86":
+        i, j = np.triu_indices(C, 1)
+        base = (nodes * C)[:, None]
+        _add_pairs(acc, cpus[(base + i).ravel()], cpus[(base + j).ravel()], "upi")
+
+    # NICs: NIC r sits on the PCIe switch (or CPU) of GPU r*G//R: the GPUDirect RDMA path.
+    gpu_nic = np.full(N * G, -1, np.int32)
+    if R:
+        nic = hardware.get_nic(spec.nic)
+        nics = _add_devices(acc, DeviceKind.NIC, N * R, nic.name, **per_node(R))
+        r_local = np.tile(np.arange(R), N)
+        r_node = np.repeat(nodes, R)
+        if S:
+            nic_up = gpu_psw[r_node * G + r_local * G // R]
+            _add_pairs(acc, nics, nic_up, _slower(nic.pcie_link, sw.port_link), enter_a=nic.latency, enter_b=sw.hop_latency)
+        else:
+            _add_pairs(acc, nics, cpus[r_node * C + r_local * C // R], nic.pcie_link, enter_a=nic.latency)
+        gpu_nic = nics[g_node * R + g_local * R // G]
+
+    _add_scaleup(acc, spec, gpu, gpus, g_node, g_local)
+    tree = None
+    if spec.fabric != "none":
+        tree = _add_fabric(acc, spec, nics, nic.latency)
+
+    dev = {k: np.concatenate(v).astype(_DEV_FIELDS[k]) for k, v in acc.dev.items()}
+    link = {k: np.concatenate(v).astype(_LINK_FIELDS[k]) for k, v in acc.link.items()}
+    return Topology(
+        name=spec.name,
+        dev_kind=dev["kind"], dev_node=dev["node"], dev_domain=dev["domain"], dev_local=dev["local"],
+        dev_level=dev["level"], dev_pod=dev["pod"], dev_part=dev["part"], dev_units=dev["units"],
+        parts=acc.parts,
+        link_src=link["src"], link_dst=link["dst"], link_capacity=link["capacity"],
+        link_latency=link["latency"], link_tech=link["tech"], link_count=link["count"], techs=acc.techs,
+        gpu_device=gpus, gpu_nic=gpu_nic, gpu_cpu=gpu_cpu.astype(np.int32), spec=spec,
+        features={
+            "fabric": None if spec.fabric == "none" else spec.fabric,
+            "sharp": spec.sharp, "gpudirect": spec.gpudirect, "nvls": spec.nvls, "p2p": spec.p2p,
+            "rail_optimized": spec.rail_optimized, "gpus_per_node": G, "gpus_per_domain": spec.domain_size,
+            "nodes": N, "nics_per_node": R, "fabric_levels": tree.levels if tree else 0,
+            "fabric_planes": tree.planes if tree else 0,
+        },
+    )
+
+
+def _nvswitch_part(link: str) -> str:
+    """The NVSwitch generation whose ports speak the GPU's NVLink generation."""
+    for name, sw in sorted(hardware.SWITCHES.items()):
+        if sw.kind == "nvswitch" and sw.port_link == link:
+            return name
+    raise FabricsimError(f"no NVSwitch in the catalog has {link} ports: use scaleup 'nvlink-mesh' or 'pcie' for this GPU")
+
+
+def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus, g_node, g_local) -> None:
+    """NVLink: GPU <-> domain NVSWITCH (count = links per GPU), or the DGX-1 cube-mesh."""
+    if spec.scaleup == "pcie":
+        return
+    if not gpu.scaleup_link or not gpu.scaleup_links:
+        raise FabricsimError(f"GPU {spec.gpu} has no NVLink: use scaleup 'pcie'")
+    if spec.scaleup == "nvlink-mesh":
+        table = _CUBE_MESH.get(gpu.scaleup_links)
+        if table is None or spec.gpus_per_node != 8:
+            raise FabricsimError(
+                f"the DGX-1 cube-mesh needs 8 GPUs with 4 or 6 NVLinks; {spec.gpu} has {gpu.scaleup_links} links "
+                f"and the spec {spec.gpus_per_node} GPUs per node: use scaleup 'nvswitch' or 'pcie'"
+            )
+        a, b, c = (np.array(col) for col in zip(*table))
+        base = (np.arange(spec.nodes) * 8)[:, None]
+        _add_pairs(acc, (base + a).ravel(), (base + b).ravel(), gpu.scaleup_link, np.tile(c, spec.nodes))
+        return
+    part = _nvswitch_part(gpu.scaleup_link)
+    sw = hardware.get_switch(part)
+    n_dom = spec.nodes * spec.gpus_per_node // spec.domain_size
+    doms = np.arange(n_dom, dtype=np.int32)
+    trays = spec.domain_size // spec.gpus_per_node
+    nvs = _add_devices(acc, DeviceKind.NVSWITCH, n_dom, part, node=doms if trays == 1 else -1,
+                       domain=doms, local=0, pod=doms * trays // spec.su_nodes, units=spec.nvswitch_chips)
+    _add_pairs(acc, gpus, nvs[gpus // spec.domain_size], gpu.scaleup_link, gpu.scaleup_links, enter_b=sw.hop_latency)
+
+
+def _add_fabric(acc: _Acc, spec: ClusterSpec, nics: np.ndarray, nic_latency: float) -> FatTree:
+    """NIC <-> leaf <-> spine <-> core, planned by `fabric.plan_fat_tree`."""
+    by_speed = hardware.ib_link_for_speed if spec.fabric == "infiniband" else hardware.eth_link_for_speed
+    tech = by_speed(spec.nic_gbps)
+    leaf, spine = hardware.get_switch(spec.leaf_switch), hardware.get_switch(spec.spine_switch)
+    want = "infiniband" if spec.fabric == "infiniband" else "ethernet"
+    for role, name, sw in (("leaf_switch", spec.leaf_switch, leaf), ("spine_switch", spec.spine_switch, spine)):
+        if sw.kind != want:
+            raise FabricsimError(f"{role} {name} is a {sw.kind} switch but fabric is {spec.fabric}: pick a {want} switch")
+    nic = hardware.get_nic(spec.nic)
+    for what, port in (("NIC " + spec.nic, nic.port_link), ("leaf_switch " + spec.leaf_switch, leaf.port_link)):
+        if hardware.get_link(port).bw < hardware.get_link(tech).bw:
+            raise FabricsimError(
+                f"{what} ports ({port}) are slower than nic_gbps {spec.nic_gbps}: lower nic_gbps or pick a faster part"
+            )
+    t = plan_fat_tree(spec, leaf.ports, spine.ports)
+    leaves = _add_devices(acc, DeviceKind.FABRIC_SWITCH, t.n_leaf, leaf.name, level=1,
+                          pod=t.leaf_pod, local=t.leaf_local)
+    _add_pairs(acc, nics, leaves[t.nic_leaf], tech, enter_b=leaf.hop_latency, enter_a=nic_latency)
+    up = _slower(leaf.port_link, spine.port_link)
+    if t.levels >= 2:
+        spines = _add_devices(acc, DeviceKind.FABRIC_SWITCH, t.n_spine, spine.name, level=2,
+                              pod=t.spine_pod, local=t.spine_local)
+        _add_pairs(acc, leaves[t.ls_leaf], spines[t.ls_spine], up, t.ls_count,
+                   enter_b=spine.hop_latency, enter_a=leaf.hop_latency)
+    if t.levels == 3:
+        cores = _add_devices(acc, DeviceKind.FABRIC_SWITCH, t.n_core, spine.name, level=3,
+                             pod=-1, local=t.core_local)
+        _add_pairs(acc, spines[t.sc_spine], cores[t.sc_core], spine.port_link, t.sc_count,
+                   enter_b=spine.hop_latency, enter_a=spine.hop_latency)
+    return t

@@ -1,0 +1,133 @@
+"""`summarize(topo)`: headline figures computed from the topology arrays (SI units, per direction unless `_bidir`)."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+
+from fabricsim import hardware
+from fabricsim.topology.model import DeviceKind, Topology
+
+_SCALEUP_KINDS = ("nvlink", "xgmi")
+
+
+def _tech_kind(topo: Topology) -> np.ndarray:
+    """Catalog kind ('nvlink', 'pcie', 'infiniband', ...) of every link."""
+    kinds = np.array([hardware.get_link(t).kind for t in topo.techs], dtype=object)
+    return kinds[topo.link_tech]
+
+
+def _per_gpu_out(topo: Topology, mask: np.ndarray) -> np.ndarray:
+    """Sum of capacity of the masked links leaving each GPU, per rank."""
+    out = np.bincount(topo.link_src[mask], weights=topo.link_capacity[mask], minlength=topo.n_devices)
+    return out[topo.gpu_device]
+
+
+def _bisection(topo: Topology, scaleup: float, host: float) -> float:
+    """Min cut (bytes/s per direction) between two halves of the GPUs.
+
+    Several NVLink domains: the halves split along domains, so the cut is the narrowest fat-tree
+    tier (NIC->leaf, leaf->spine, spine->core) carrying half its uplink capacity. One domain:
+    a non-blocking NVSwitch gives n/2 GPUs' NVLink; a direct mesh is cut exactly (every balanced
+    partition); PCIe is cut at the socket link or half the GPUs' PCIe links.
+    """
+    n = topo.n_gpus
+    kinds, src, dst = topo.dev_kind, topo.link_src, topo.link_dst
+    up = np.zeros(4)
+    fabric = kinds[dst] == DeviceKind.FABRIC_SWITCH
+    from_level = np.where(kinds[src] == DeviceKind.NIC, 0, topo.dev_level[src])
+    going_up = fabric & (topo.dev_level[dst] > np.where(kinds[src] == DeviceKind.FABRIC_SWITCH, topo.dev_level[src], 0))
+    np.add.at(up, from_level[going_up], topo.link_capacity[going_up])
+    if np.unique(topo.gpu_domain).size > 1:
+        tiers = up[up > 0]
+        return float(tiers.min() / 2) if tiers.size else 0.0
+    if (kinds == DeviceKind.NVSWITCH).any():
+        return n // 2 * scaleup
+    gg = (kinds[src] == DeviceKind.GPU) & (kinds[dst] == DeviceKind.GPU)
+    if gg.any():
+        cap = np.zeros((n, n))
+        np.add.at(cap, (src[gg], dst[gg]), topo.link_capacity[gg])
+        best = np.inf
+        for half in combinations(range(1, n), n // 2 - 1):
+            a = np.zeros(n, bool)
+            a[[0, *half]] = True
+            best = min(best, cap[np.ix_(a, ~a)].sum())
+        return float(best)
+    cc = (kinds[src] == DeviceKind.CPU) & (kinds[dst] == DeviceKind.CPU)
+    socket = topo.link_capacity[cc][0::2].sum() if cc.any() else np.inf
+    return float(min(socket, n // 2 * host))
+
+
+def summarize(topo: Topology) -> dict:
+    """GPU count, per-GPU scale-up / host / scale-out bandwidth, aggregate all-to-all and bisection
+    bandwidth, switch counts per tier and part, link technologies with counts."""
+    kind = _tech_kind(topo)
+    gpu_src = topo.dev_kind[topo.link_src] == DeviceKind.GPU
+    nvl = gpu_src & np.isin(kind, _SCALEUP_KINDS)
+    host = gpu_src & np.isin(topo.dev_kind[topo.link_dst], [DeviceKind.PCIE_SWITCH, DeviceKind.CPU])
+    nvl_gpu = _per_gpu_out(topo, nvl)
+    host_gpu = _per_gpu_out(topo, host)
+    has_nvlink = bool(nvl.any())
+    scaleup = float(nvl_gpu.min() if has_nvlink else host_gpu.min())
+    host_bw = float(host_gpu.min())
+    pcie_bw = hardware.get_link(hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])]).pcie_link).bw
+    to_fabric = (topo.dev_kind[topo.link_src] == DeviceKind.NIC) & (topo.dev_kind[topo.link_dst] == DeviceKind.FABRIC_SWITCH)
+    scaleout = float(topo.link_capacity[to_fabric].sum() / topo.n_gpus)
+    bisection = _bisection(topo, scaleup, host_bw)
+    scaleup_techs = sorted({topo.techs[t] for t in np.unique(topo.link_tech[nvl if has_nvlink else host])})
+
+    fs = topo.dev_kind == DeviceKind.FABRIC_SWITCH
+    switches = {
+        "nvswitch_chips": int(topo.dev_units[topo.dev_kind == DeviceKind.NVSWITCH].sum()),
+        "nvlink_domains": int((topo.dev_kind == DeviceKind.NVSWITCH).sum()),
+        "pcie_switches": int((topo.dev_kind == DeviceKind.PCIE_SWITCH).sum()),
+        "leaf": int((fs & (topo.dev_level == 1)).sum()),
+        "spine": int((fs & (topo.dev_level == 2)).sum()),
+        "core": int((fs & (topo.dev_level == 3)).sum()),
+        "nics": int((topo.dev_kind == DeviceKind.NIC).sum()),
+        "cpus": int((topo.dev_kind == DeviceKind.CPU).sum()),
+    }
+    units = np.bincount(topo.dev_part, weights=topo.dev_units, minlength=len(topo.parts))
+    parts = {}
+    for i, name in enumerate(topo.parts):
+        sw = hardware.SWITCHES.get(name)
+        if sw is not None and units[i]:
+            port_bw = hardware.get_link(sw.port_link).bw
+            parts[name] = {"kind": sw.kind, "chips": int(units[i]), "ports": sw.ports, "port_link": sw.port_link,
+                           "port_bw": port_bw, "aggregate_bw": sw.ports * port_bw,
+                           "aggregate_bw_bidir": 2 * sw.ports * port_bw, "reduction": sw.reduction}
+    pair_count = np.bincount(topo.link_tech[0::2], weights=topo.link_count[0::2], minlength=len(topo.techs))
+    links = {}
+    for i, name in enumerate(topo.techs):
+        lt = hardware.get_link(name)
+        links[name] = {"kind": lt.kind, "physical_links": int(pair_count[i]), "bw": lt.bw, "bw_bidir": 2 * lt.bw,
+                       "total_bw": float(pair_count[i] * lt.bw), "total_bw_bidir": float(2 * pair_count[i] * lt.bw)}
+    return {
+        "name": topo.name,
+        "gpus": topo.n_gpus,
+        "nodes": int(topo.features.get("nodes", np.unique(topo.gpu_node).size)),
+        "gpus_per_domain": int(topo.features.get("gpus_per_domain", 0)),
+        "gpu": topo.parts[int(topo.dev_part[topo.gpu_device[0]])],
+        "scaleup_tech": ",".join(scaleup_techs),
+        "scaleup_bw_per_gpu": scaleup,
+        "scaleup_bw_per_gpu_bidir": 2 * scaleup,
+        "host_link_bw_per_gpu": host_bw,
+        "pcie_bw_per_gpu": pcie_bw,
+        "nvlink_to_pcie": float(nvl_gpu.min() / pcie_bw) if has_nvlink else 0.0,
+        "scaleout_bw_per_gpu": scaleout,
+        "scaleout_bw_per_gpu_bidir": 2 * scaleout,
+        "alltoall_bw": topo.n_gpus * scaleup,
+        "alltoall_bw_bidir": 2 * topo.n_gpus * scaleup,
+        "bisection_bw": bisection,
+        "bisection_bw_bidir": 2 * bisection,
+        "fabric": topo.features.get("fabric"),
+        "fabric_levels": int(topo.features.get("fabric_levels", 0)),
+        "fabric_planes": int(topo.features.get("fabric_planes", 0)),
+        "features": {k: topo.features[k] for k in ("sharp", "gpudirect", "nvls", "p2p", "rail_optimized") if k in topo.features},
+        "switches": switches,
+        "switch_parts": parts,
+        "links": links,
+        "devices": topo.n_devices,
+        "directed_links": topo.n_links,
+    }

@@ -1,0 +1,130 @@
+"""ClusterSpec YAML round trip (spec and topology arrays) and every input error."""
+
+from dataclasses import fields, replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fabricsim.errors import FabricsimError
+from fabricsim.topology import PRESETS, ClusterSpec, build, load_cluster, load_spec, preset_spec, save_cluster
+from fabricsim.topology.model import Topology
+
+ARRAYS = [f.name for f in fields(Topology) if f.name.startswith(("dev_", "link_", "gpu_"))]
+
+
+def _same(a, b):
+    assert a.parts == b.parts and a.techs == b.techs and a.features == b.features
+    for name in ARRAYS:
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_yaml_round_trip(name, tmp_path):
+    spec = preset_spec(name)
+    assert ClusterSpec.from_yaml(spec.to_yaml()) == spec
+    path = tmp_path / "c.yaml"
+    save_cluster(spec, path)
+    assert load_spec(str(path)) == spec
+    _same(build(spec), load_cluster(str(path)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(nodes=st.integers(1, 300), over=st.sampled_from([1.0, 1.5, 2.0, 3.0]), rail=st.booleans(),
+       levels=st.sampled_from(["auto", 3]), su=st.sampled_from([16, 20, 32]))
+def test_random_fabrics_build_and_round_trip(nodes, over, rail, levels, su):
+    spec = replace(preset_spec("dgx-h100"), nodes=nodes, oversubscription=over, rail_optimized=rail,
+                   levels=levels, su_nodes=su)
+    again = ClusterSpec.from_yaml(spec.to_yaml())
+    assert again == spec
+    topo = build(again)  # validate(): radix, pairing, connectivity
+    assert topo.n_gpus == 8 * nodes
+
+
+def _err(text_or_call, match):
+    with pytest.raises(FabricsimError, match=match):
+        text_or_call() if callable(text_or_call) else ClusterSpec.from_yaml(text_or_call)
+
+
+BASE = preset_spec("dgx-h100").to_yaml()
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: x\ngpu: H100\nnodes: [1, 2\n")
+    _err(lambda: load_cluster(str(path)), r"bad\.yaml line \d+: malformed YAML")
+    _err("name: x\n  - : :\n", r"line 2")
+
+
+@pytest.mark.parametrize("edit,match", [
+    (("bogus_key", "1"), "unknown key.*bogus_key"),
+    (("gpu", "H900"), "unknown GPU 'H900'"),
+    (("nic", "cx99"), "unknown NIC 'cx99'"),
+    (("leaf_switch", "qm0000"), "unknown switch 'qm0000'"),
+    (("nodes", "two"), "'nodes' is 'two'.*must be a int"),
+    (("nodes", "0"), "'nodes' is 0: it must be > 0"),
+    (("nic_gbps", "-400"), "'nic_gbps' is -400.0: it must be > 0"),
+    (("rail_optimized", "'yes'"), "'rail_optimized' is 'yes'.*must be a bool"),
+    (("scaleup", "torus"), "'scaleup' is 'torus'"),
+    (("levels", "4"), "'levels' is 4"),
+])
+def test_bad_fields(edit, match):
+    key, value = edit
+    lines = [ln for ln in BASE.splitlines() if not ln.startswith(key + ":")]
+    _err("\n".join(lines + [f"{key}: {value}"]) + "\n", match)
+
+
+def test_missing_key_and_not_a_mapping():
+    _err("name: x\n", "missing key")
+    _err("- 1\n- 2\n", "expected a mapping")
+
+
+def test_too_many_links_for_the_ports():
+    spec = replace(preset_spec("dgx-h100"), nvswitch_chips=1)  # 8 x 18 links > 64 ports
+    _err(lambda: build(spec), r"has 144 links but only 64 ports")
+
+
+def test_disconnected_gpus():
+    spec = replace(preset_spec("dgx-h100"), nodes=2, fabric="none")
+    _err(lambda: build(spec), "GPU rank 8 .* cannot reach GPU rank 0")
+
+
+def test_one_level_too_small():
+    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=16, levels=1)), "do not fit one 64-port switch")
+
+
+def test_too_big_for_three_levels_without_rails():
+    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=16384, rail_optimized=False, levels="auto")),
+         "exceed a 3-level fat tree")
+
+
+def test_non_multiple_gpu_counts():
+    _err(lambda: load_cluster("dgx-h100", gpus=12), "12 GPUs is not a multiple of 8 GPUs per node: use 8 or 16")
+    _err(lambda: load_cluster("gb200-nvl72", gpus=100), "not a multiple of 72 GPUs per rack")
+    _err(lambda: load_cluster("gb200-nvl72", nodes=20), "multiple of 18 trays")
+    _err(lambda: load_cluster("dgx-h100", nodes=2, gpus=16), "not both")
+
+
+def test_unknown_cluster_lists_presets():
+    _err(lambda: load_cluster("dgx-h900"), "unknown cluster 'dgx-h900'.*superpod-h100")
+    _err(lambda: load_cluster("missing.yaml"), "does not exist")
+
+
+def test_nic_speed_and_switch_kind_mismatch():
+    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, nic_gbps=800.0)), "slower than nic_gbps 800")
+    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, fabric="roce")), "infiniband switch but fabric is roce")
+
+
+@pytest.mark.parametrize("corrupt,match", [
+    (lambda t: t.link_capacity.__setitem__(3, 0.0), "capacity 0.0"),
+    (lambda t: t.link_capacity.__setitem__(5, -1.0), "capacity -1.0"),
+    (lambda t: t.link_latency.__setitem__(2, -1e-6), "latency"),
+    (lambda t: t.link_dst.__setitem__(1, 5), "no opposite twin"),
+])
+def test_validate_rejects_corrupt_arrays(corrupt, match):
+    from fabricsim.topology import validate
+
+    topo = load_cluster("dgx-h100")
+    corrupt(topo)
+    _err(lambda: validate(topo), match)
