@@ -64,7 +64,7 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
     (("leaf_switch", "qm0000"), "unknown switch 'qm0000'"),
     (("nodes", "two"), "'nodes' is 'two'.*must be a int"),
     (("nodes", "0"), "'nodes' is 0: it must be > 0"),
-    (("nic_gbps", "-400"), "'nic_gbps' is -400.0: it must be > 0"),
+    (("nic_gbps", "-400"), "'nic_gbps' is -400.0: it must be >= 0"),
     (("rail_optimized", "'yes'"), "'rail_optimized' is 'yes'.*must be a bool"),
     (("scaleup", "torus"), "'scaleup' is 'torus'"),
     (("levels", "4"), "'levels' is 4"),

@@ -179,14 +179,19 @@ def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus, g_node, g_local) -> No
     if not gpu.scaleup_link or not gpu.scaleup_links:
         raise FabricsimError(f"GPU {spec.gpu} has no NVLink: use scaleup 'pcie'")
     if spec.scaleup == "nvlink-mesh":
-        table = _CUBE_MESH.get(gpu.scaleup_links)
-        if table is None or spec.gpus_per_node != 8:
+        if spec.gpus_per_node == 2:
+            # An NVLink bridge pair (H100 PCIe, RTX 2080 Ti): the two GPUs joined by all their NVLinks.
+            table = [(0, 1, gpu.scaleup_links)]
+        else:
+            table = _CUBE_MESH.get(gpu.scaleup_links)
+        if table is None or spec.gpus_per_node not in (2, 8):
             raise FabricsimError(
-                f"the DGX-1 cube-mesh needs 8 GPUs with 4 or 6 NVLinks; {spec.gpu} has {gpu.scaleup_links} links "
-                f"and the spec {spec.gpus_per_node} GPUs per node: use scaleup 'nvswitch' or 'pcie'"
+                f"scaleup 'nvlink-mesh' is the DGX-1 cube-mesh (8 GPUs with 4 or 6 NVLinks) or a 2-GPU NVLink bridge; "
+                f"{spec.gpu} has {gpu.scaleup_links} links and the spec {spec.gpus_per_node} GPUs per node: "
+                "use scaleup 'nvswitch' or 'pcie'"
             )
         a, b, c = (np.array(col) for col in zip(*table))
-        base = (np.arange(spec.nodes) * 8)[:, None]
+        base = (np.arange(spec.nodes) * spec.gpus_per_node)[:, None]
         _add_pairs(acc, (base + a).ravel(), (base + b).ravel(), gpu.scaleup_link, np.tile(c, spec.nodes))
         return
     part = _nvswitch_part(gpu.scaleup_link)

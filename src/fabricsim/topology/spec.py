@@ -18,8 +18,8 @@ from fabricsim.errors import FabricsimError
 SCALEUPS = ("nvswitch", "nvlink-mesh", "nvl72", "pcie")
 FABRICS = ("infiniband", "roce", "none")
 HOST_CPUS = ("x86", "grace")
-# Fields where 0 is meaningful: no NICs, GPUs on CPU root ports, no NVSwitch.
-_ZERO_OK = {"nics_per_node", "pcie_switches_per_node", "nvswitch_chips"}
+# Fields where 0 is meaningful: no NICs (and so no NIC speed), GPUs on CPU root ports, no NVSwitch.
+_ZERO_OK = {"nics_per_node", "nic_gbps", "pcie_switches_per_node", "nvswitch_chips"}
 
 
 @dataclass(frozen=True)
