@@ -1,0 +1,210 @@
+"""Parse nccl-tests output of any version (v2.9 .. 2.19, text or `-J` JSON) into plain rows.
+
+Header-driven: the `#  size  count  type ...` title line says which columns exist (no root/redop in
+v2.9, `cputime`, `-I 1` per-iteration columns, fabricsim's extra algo/proto/channels), so layouts
+are never guessed from column counts when a header is there. MPI / srun prefixes and interleaved
+NCCL INFO lines are tolerated (nccl-model.md §4.2).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from fabricsim.errors import FabricsimError
+
+_JSON_START = re.compile(r"^\s*(?:\{|\[\s*[{\]])")  # an object, or a list of objects ('[0] ' is an MPI prefix)
+_PREFIX = re.compile(r"^(?:\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?\s?|\s*\d+:\s)")
+_RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group|Pid)")
+_BINARY = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
+_STARTING = re.compile(r"Collective test starting:\s*(\S+)")
+_TESTS_VERSION = re.compile(r"nccl-tests version\s+(\S+)(?:.*?nccl-library=(\d+))?")
+_NCCL_VERSION = re.compile(r"NCCL version\s+(\d+\.\d+\.\d+)")
+_NRANKS = re.compile(r"\bn[Rr]anks\s+(\d+)")
+_AVG = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)")
+_PRE = ("size", "count", "type", "redop", "root")
+# Positional fallback layouts (no header line): token count -> leading columns.
+_FALLBACK = {13: _PRE, 12: ("size", "count", "type", "redop"), 11: ("size", "count", "type")}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One out-of-place or in-place measurement: us and GB/s as printed; wrong None for 'N/A'."""
+
+    time_us: float
+    algbw: float
+    busbw: float
+    wrong: float | None
+
+
+@dataclass(frozen=True)
+class ParsedRow:
+    """One data line. redop/root None when the layout has no such column."""
+
+    size_bytes: int
+    count: int
+    dtype: str
+    redop: str | None
+    root: int | None
+    out_of_place: Placement | None
+    in_place: Placement | None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ParsedLog:
+    """A whole log: collective without the `_perf` suffix, nranks if the log says, rows in order."""
+
+    collective: str | None
+    nranks: int | None
+    rows: list[ParsedRow]
+    avg_busbw: float | None
+    nccl_version: str | None
+    nccl_tests_version: str | None
+    fmt: str  # 'text' | 'json'
+
+
+def _version_code(code: int) -> str:
+    """NCCL_VERSION_CODE -> 'major.minor.patch' (X*10000+Y*100+Z since 2.9, X*1000+Y*100+Z before)."""
+    if code >= 10000:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def _num(token: str) -> float | None:
+    if token.upper() == "N/A":
+        return None
+    try:
+        return float(token)
+    except ValueError:
+        raise FabricsimError(f"nccl-tests log: '{token}' is not a number where the header expects one") from None
+
+
+def _columns(titles: list[str]) -> list[str]:
+    """Map title tokens to qualified names: size..root, then oop.* and ip.* per placement, extra.*."""
+    cols, place = [], None
+    for t in titles:
+        if t in ("time", "cputime"):
+            place = "oop" if place is None else "ip"
+            cols.append(f"{place}.time")
+        elif place is None:
+            cols.append(t)
+        elif t in ("algbw", "busbw"):
+            cols.append(f"{place}.{t}")
+        elif t in ("#wrong", "error", "wrong"):
+            cols.append(f"{place}.wrong")
+        elif t.startswith("i_"):  # -I 1 per-iteration statistics
+            cols.append(f"{place}.{t}")
+        else:  # fabricsim's algo / proto / channels, -S 1 timestamp
+            cols.append(f"extra.{t}")
+    return cols
+
+
+def _row(cols: list[str], tokens: list[str]) -> ParsedRow | None:
+    values = dict(zip(cols, tokens))
+    if not values.get("size", "").isdigit() or not values.get("count", "").isdigit():
+        return None
+
+    def place(p: str) -> Placement | None:
+        if f"{p}.time" not in values or f"{p}.busbw" not in values:
+            return None
+        t = _num(values[f"{p}.time"])
+        if t is None:
+            return None
+        return Placement(t, _num(values[f"{p}.algbw"]) or 0.0, _num(values[f"{p}.busbw"]) or 0.0,
+                         _num(values[f"{p}.wrong"]) if f"{p}.wrong" in values else None)
+
+    root = values.get("root")
+    extra = {k[6:]: v for k, v in values.items() if k.startswith("extra.")}
+    return ParsedRow(int(values["size"]), int(values["count"]), values.get("type", ""), values.get("redop"),
+                     int(root) if root is not None else None, place("oop"), place("ip"), extra)
+
+
+def _parse_json(text: str) -> ParsedLog:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise FabricsimError(f"nccl-tests JSON output is not valid JSON ({err.msg} at line {err.lineno}): "
+                             "pass the complete file written by -J") from None
+    if isinstance(doc, list):  # fabricsim's own format_json
+        rows = [ParsedRow(int(r["size_bytes"]), int(r["count"]), r["type"], r["redop"], int(r["root"]),
+                          Placement(r["time_us"], r["algbw_GBps"], r["busbw_GBps"], None),
+                          Placement(r["ip_time_us"], r["ip_algbw_GBps"], r["ip_busbw_GBps"], None),
+                          {k: str(r[k]) for k in ("algo", "proto", "channels") if k in r}) for r in doc]
+        return _finish(None, None, rows, None, None, None, "json")
+    results = doc.get("results") or []
+
+    def place(p: dict | None) -> Placement | None:
+        if not p:
+            return None
+        return Placement(float(p.get("time", p.get("cpu_time", 0.0))), float(p["alg_bw"]), float(p["bus_bw"]),
+                         None if p.get("nwrong") is None else float(p["nwrong"]))
+
+    rows = [ParsedRow(int(r["size"]), int(r["count"]), r.get("type", ""), r.get("redop"),
+                      int(r["root"]) if r.get("root") not in (None, "") else None,
+                      place(r.get("out_of_place")), place(r.get("in_place"))) for r in results]
+    args = " ".join(doc.get("args") or [])
+    m = _BINARY.search(args)
+    avg = (doc.get("average_bus_bandwidth") or {}).get("bandwidth")
+    code = doc.get("nccl_version")
+    return _finish(m.group(1) if m else None, len(doc["devices"]) if doc.get("devices") else None, rows,
+                   float(avg) if avg is not None else None, _version_code(int(code)) if code else None, None, "json")
+
+
+def _finish(coll, nranks, rows, avg, nccl, tests, fmt) -> ParsedLog:
+    if not rows:
+        raise FabricsimError(
+            "no nccl-tests data rows found: expected a '#  size  count  type ...' header followed by lines like "
+            "'     1048576        262144     float     sum      -1   ...' (or a -J JSON file with 'results')")
+    return ParsedLog(coll, nranks, rows, avg, nccl, tests, fmt)
+
+
+def parse_nccl_tests(text: str) -> ParsedLog:
+    """Parse one nccl-tests run (stdout text, possibly MPI-prefixed, or the -J JSON document)."""
+    if _JSON_START.match(text):
+        return _parse_json(text)
+    coll = nccl = tests = avg = None
+    ranks: set[int] = set()
+    nranks_hint = None
+    cols: list[str] | None = None
+    rows: list[ParsedRow] = []
+    for raw in text.splitlines():
+        line = _PREFIX.sub("", raw, count=1).rstrip()
+        if not line.strip():
+            continue
+        if "NCCL" in line and ("INFO" in line or "WARN" in line):
+            m = _NCCL_VERSION.search(line)
+            nccl = m.group(1) if m else nccl
+            m = _NRANKS.search(line)
+            nranks_hint = nranks_hint or (int(m.group(1)) if m else None)
+            continue
+        if line.lstrip().startswith("#"):
+            body = line.lstrip()
+            if (m := _STARTING.search(body)):
+                coll = re.sub(r"_perf(_mpi)?$", "", m.group(1))
+            elif (m := _TESTS_VERSION.search(body)):
+                tests = m.group(1)
+                nccl = nccl or (_version_code(int(m.group(2))) if m.group(2) else None)
+            elif (m := _RANK.match(body)):
+                ranks.add(int(m.group(1)))
+            elif (m := _AVG.search(body)):
+                avg = _num(m.group(1))
+            elif (tokens := body[1:].split()) and tokens[:2] == ["size", "count"]:
+                cols = _columns(tokens)
+            elif (m := _NRANKS.search(body)):
+                nranks_hint = int(m.group(1))
+            continue
+        tokens = line.split()
+        if not tokens or not tokens[0].isdigit():
+            if coll is None and (m := _BINARY.search(line)):
+                coll = m.group(1)
+            continue
+        layout = cols
+        if layout is None and len(tokens) in _FALLBACK:
+            lead = list(_FALLBACK[len(tokens)])
+            layout = _columns(lead + ["time", "algbw", "busbw", "#wrong"] * 2)
+        if layout is not None and (row := _row(layout, tokens)) is not None:
+            rows.append(row)
+    nranks = max(ranks) + 1 if ranks else nranks_hint
+    return _finish(coll, nranks, rows, avg, nccl, tests, "text")

@@ -1,0 +1,275 @@
+"""NCCL's system description and an approximation of its channel search (src/graph/search.cc).
+
+NCCL searches paths GPU by GPU and subtracts each channel's bandwidth from every link it crosses.
+Here the same control flow (speed arrays, pass 1 / dup / pass 2, best-graph comparison) runs
+against a closed-form capacity oracle per pattern: how many channels of a given per-channel
+bandwidth fit on a GPU's NVLink/PCIe and on the node's NICs (nccl-model.md §3.5).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from fabricsim.errors import FabricsimError
+from fabricsim.tuner import nccl_constants as K
+
+CPU_VENDORS = ("intel", "amd", "arm")
+
+
+@dataclass(frozen=True)
+class NcclSystem:
+    """What NCCL's tuner sees of a communicator, in NCCL's own units (GB/s as NCCL counts links).
+
+    nvlink_bw_per_gpu: NVLinks x per-link bw (18/20/20.6/40.1, see nccl_constants.nvlink_bw_per_link); 0 if none.
+    nvlink_peer_bw: best single GPU->GPU NVLink path without NVSwitch (DGX-1 mesh); None = nvlink_bw_per_gpu.
+    pcie_bw: GPU's PCIe link, width x code / 80 (x16: Gen3 12, Gen4 24, Gen5 48).
+    nic_bw: per NIC, speed_Mbps / 8000 (400G -> 50). latency_inter_us: net plugin latency (IB reports 0).
+    intra_type: 'nvl' if GPUs reach each other over NVLink, else 'pci'. inter_type: GPU->NIC path type
+    ('pix', 'pxb', 'pxn', 'phb', ...), which gates LL128.
+    """
+
+    n_ranks: int
+    n_nodes: int
+    ppn: int
+    compcap: int
+    nvlink_bw_per_gpu: float = 0.0
+    pcie_bw: float = 24.0
+    nic_bw: float = 0.0
+    nics_per_node: int = 0
+    has_nvswitch: bool = False
+    nvls_support: bool = False
+    collnet_support: bool = False
+    cpu_vendor: str = "intel"
+    intra_type: str = "nvl"
+    inter_type: str = "pxb"
+    latency_inter_us: float = 0.0
+    nvlink_peer_bw: float | None = None
+    collnet_ag_rs: bool = False  # the CollNet plugin implements iallgather / ireducescatter
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.n_nodes < 1 or self.ppn < 1 or self.n_ranks != self.n_nodes * self.ppn:
+            raise FabricsimError(
+                f"NcclSystem: n_ranks {self.n_ranks} must equal n_nodes {self.n_nodes} x ppn {self.ppn} (both >= 1)")
+        if self.cpu_vendor not in CPU_VENDORS:
+            raise FabricsimError(f"NcclSystem: unknown cpu_vendor '{self.cpu_vendor}': use one of {', '.join(CPU_VENDORS)}")
+        if self.intra_type not in ("nvl", "pci"):
+            raise FabricsimError(f"NcclSystem: intra_type '{self.intra_type}' must be 'nvl' or 'pci'")
+        if self.inter_type not in K.PATH_TYPES:
+            raise FabricsimError(f"NcclSystem: inter_type '{self.inter_type}' must be one of {', '.join(K.PATH_TYPES)}")
+        if self.intra_type == "nvl" and self.ppn > 1 and self.nvlink_bw_per_gpu <= 0:
+            raise FabricsimError("NcclSystem: intra_type 'nvl' needs nvlink_bw_per_gpu > 0 (links x per-link GB/s)")
+        if self.n_nodes > 1 and (self.nics_per_node < 1 or self.nic_bw <= 0):
+            raise FabricsimError("NcclSystem: a multi-node communicator needs nics_per_node >= 1 and nic_bw > 0 (GB/s per NIC)")
+        if self.pcie_bw <= 0:
+            raise FabricsimError("NcclSystem: pcie_bw must be > 0 (x16: Gen3 12, Gen4 24, Gen5 48 GB/s)")
+
+    @property
+    def intra_cap(self) -> float:
+        """Per-GPU, per-direction bandwidth a channel's intra-node hop draws from."""
+        return self.nvlink_bw_per_gpu if self.intra_type == "nvl" else self.pcie_bw
+
+    @property
+    def net_cap(self) -> float:
+        """Per-NIC bandwidth of the GPU -> PCIe -> NIC path."""
+        return min(self.nic_bw, self.pcie_bw)
+
+
+@dataclass(frozen=True)
+class NcclGraph:
+    """The search result NCCL's tuner reads (struct ncclTopoGraph): per-channel GB/s, channel count."""
+
+    n_channels: int
+    bw_intra: float
+    bw_inter: float
+    type_intra: str  # path types of nccl_constants.PATH_TYPES
+    type_inter: str
+    latency_inter: float
+    same_channels: bool
+    max_channels: int
+
+
+_EMPTY = NcclGraph(0, 0.0, 0.0, "nvl", "pxb", 0.0, True, 0)
+
+
+def _fit(cap: float, per_channel: float) -> int:
+    """How many channels of `per_channel` GB/s fit into `cap` (NCCL rounds link bw to 1e-3)."""
+    return int(math.floor(cap / per_channel + 1e-6)) if per_channel > 0 else 0
+
+
+def _count(system: NcclSystem, pattern: str, bw_intra: float, bw_inter: float, max_ch: int) -> int:
+    """Most channels (<= max_ch) whose paths fit the links at the given per-channel bandwidths."""
+    ppn, inter = system.ppn, system.n_nodes > 1
+    best = max_ch
+    if inter:
+        best = min(best, system.nics_per_node * _fit(system.net_cap, bw_inter))
+    if ppn == 1:
+        return best
+    cap = system.intra_cap
+    if pattern == "nvls":
+        # every GPU<->NVSwitch link carries bw per channel, the channel's head 2*bw (ncclTopoSearchTryNvls)
+        n = best
+        while n > 0 and (n + math.ceil(n / ppn)) * bw_intra > cap + 1e-6:
+            n -= 1
+        return n
+    if pattern == "collnet_direct":  # bw/(ppn-1) to every peer = bw per GPU per channel
+        return min(best, _fit(cap, bw_intra))
+    if not inter:  # ring / chain inside a node: one NVLink (or PCIe) out and one in per GPU per channel
+        peer = system.nvlink_peer_bw if (system.intra_type == "nvl" and system.nvlink_peer_bw) else None
+        n = _fit(cap, bw_intra)
+        return min(best, n if peer is None or bw_intra <= peer else 0)
+    # multi-node ring/tree: each channel crosses ppn-1 intra hops, spread evenly over the node's GPUs
+    n = best
+    while n > 0 and math.ceil(n * (ppn - 1) / ppn) * bw_intra > cap + 1e-6:
+        n -= 1
+    return n
+
+
+def _speeds(compcap: int, inter: bool) -> tuple[float, ...]:
+    if compcap >= 100:
+        return K.SPEEDS_INTER_SM100 if inter else K.SPEEDS_INTRA_SM100
+    if compcap >= 90:
+        return K.SPEEDS_INTER_SM90 if inter else K.SPEEDS_INTRA_SM90
+    return K.SPEEDS_INTER if inter else K.SPEEDS_INTRA
+
+
+def _max_total_bw(system: NcclSystem) -> tuple[float, float]:
+    """system->maxBw (best GPU->GPU path on one node, GPU->NET otherwise) and totalBw (per GPU)."""
+    if system.n_nodes == 1 and system.ppn == 1:
+        return 5000.0, 5000.0  # LOC_BW
+    total = max(system.nvlink_bw_per_gpu, system.pcie_bw)
+    if system.n_nodes > 1:
+        return system.net_cap, total
+    if system.intra_type == "nvl":
+        peer = system.nvlink_bw_per_gpu if system.has_nvswitch else (system.nvlink_peer_bw or system.nvlink_bw_per_gpu)
+        return peer, total
+    return system.pcie_bw, total
+
+
+def _better(pattern: str, n: int, bw_intra: float, bw_inter: float, ref: NcclGraph | None, gpus: int) -> bool:
+    """ncclTopoCompareGraphs: NVLS wants more channels, then n x bwInter; others n x bwIntra (strictly)."""
+    if ref is None:
+        return True
+    if pattern == "nvls":
+        return (ref.n_channels < n <= gpus) or n * bw_inter > ref.n_channels * ref.bw_inter
+    return n * bw_intra > ref.n_channels * ref.bw_intra
+
+
+def _dup(graph: NcclGraph, pattern: str, compcap: int) -> NcclGraph:
+    """ncclTopoDupChannels: double the channels and halve their bandwidth when that is allowed."""
+    if graph.n_channels == 0 or pattern == "nvls" or graph.bw_intra < 25.0:
+        return graph
+    if compcap > 80 and graph.bw_intra < 50.0 and graph.n_channels > 4:
+        return graph
+    dup = min(graph.n_channels * 2, graph.max_channels)
+    div = -(-dup // graph.n_channels)
+    return NcclGraph(dup, graph.bw_intra / div, graph.bw_inter / div, graph.type_intra, graph.type_inter,
+                     graph.latency_inter, graph.same_channels, graph.max_channels)
+
+
+def _compute(system: NcclSystem, pattern: str, min_ch: int, max_ch: int) -> NcclGraph:
+    """ncclTopoCompute's control flow over the capacity oracle `_count`."""
+    inter = system.n_nodes > 1
+    speeds = _speeds(system.compcap, inter)
+    max_bw, total_bw = _max_total_bw(system)
+    ndevs = system.ppn
+    if ndevs > 1 and pattern != "ring":
+        total_bw *= ndevs / (ndevs - 1)
+    last = len(speeds) - 1
+    gpus = system.ppn
+
+    def make(n: int, bi: float, be: float) -> NcclGraph:
+        type_intra = "nvl" if system.intra_type == "nvl" else "pxb"
+        return NcclGraph(n, bi, be, type_intra, system.inter_type, system.latency_inter_us,
+                         pattern != "nvls", max_ch)
+
+    def search(bi: float, be: float, lo: int, hi: int, ref: NcclGraph | None) -> NcclGraph | None:
+        n = _count(system, pattern, bi, be, hi)
+        return make(n, bi, be) if n >= max(lo, 1) and _better(pattern, n, bi, be, ref, gpus) else None
+
+    # pass 1: highest speed that fits, then lower speeds while they are within ~2x of the best
+    idx = 0
+    while (speeds[idx] > max_bw or speeds[idx] * min_ch > total_bw) and idx < last:
+        idx += 1
+    graph: NcclGraph | None = None
+    while True:
+        found = search(speeds[idx], speeds[idx], min_ch, max_ch, graph)
+        graph = found or graph
+        if graph is not None and (graph.n_channels == max_ch or graph.n_channels * graph.bw_inter >= total_bw):
+            break
+        if idx < last and (graph is None or speeds[idx + 1] / graph.bw_inter > 0.49):
+            idx += 1
+            continue
+        break
+    if graph is None:
+        return make(0, 0.0, 0.0)
+    # pass 2: duplicate channels, then try to raise the per-channel bandwidth
+    graph = _dup(graph, pattern, system.compcap)
+    idx = 0
+    while speeds[idx] > graph.bw_inter and idx < last:
+        idx += 1
+    tmp_intra = tmp_inter = speeds[idx]
+    lo = graph.n_channels
+    hi = graph.n_channels if pattern == "nvls" else max_ch
+    while idx > 0:
+        if pattern == "ring":
+            idx -= 1
+            tmp_intra = tmp_inter = speeds[idx]
+        elif pattern == "nvls" and tmp_inter == graph.bw_inter and tmp_inter < tmp_intra * 2:
+            idx -= 1
+            tmp_intra, tmp_inter = graph.bw_intra, speeds[idx]
+        elif tmp_intra == graph.bw_intra and tmp_intra < tmp_inter * 2:
+            idx -= 1
+            tmp_intra = speeds[idx]
+        else:
+            break
+        graph = search(tmp_intra, tmp_inter, lo, hi, graph) or graph
+    return graph
+
+
+@lru_cache(maxsize=256)
+def search_graphs(system: NcclSystem) -> dict[str, NcclGraph]:
+    """The graph each NCCL algorithm reads (src/init.cc: NVLS and NVLSTree share one, PAT reads Tree's)."""
+    ring = _compute(system, "ring", 1, K.MAXCHANNELS // 2)
+    tree = _compute(system, "tree", ring.n_channels, ring.n_channels)
+    # init.cc aligns Tree and Ring to the smaller channel count
+    n = min(ring.n_channels, tree.n_channels)
+    ring = NcclGraph(n, ring.bw_intra, ring.bw_inter, *_tail(ring))
+    tree = NcclGraph(n, tree.bw_intra, tree.bw_inter, *_tail(tree))
+    graphs = {"Ring": ring, "Tree": tree, "PAT": tree}
+    nvls = _EMPTY
+    if system.nvls_support and system.has_nvswitch and system.compcap >= 90 and system.ppn > 1:
+        nvls_max = min(K.MAX_NVLS_ARITY, system.ppn)
+        nvls = _compute(system, "nvls", nvls_max if system.n_nodes == 1 else 1, nvls_max)
+    graphs["NVLS"] = graphs["NVLSTree"] = nvls
+    chain = direct = _EMPTY
+    if system.collnet_support and system.n_nodes > 1:
+        chain = _compute(system, "tree", ring.n_channels, ring.n_channels)
+        direct = _compute(system, "collnet_direct", 1, min(K.MAX_DIRECT_ARITY + 1, system.ppn))
+    graphs["CollNetChain"], graphs["CollNetDirect"] = chain, direct
+    return graphs
+
+
+def _tail(g: NcclGraph) -> tuple:
+    return g.type_intra, g.type_inter, g.latency_inter, g.same_channels, g.max_channels
+
+
+def comm_channels(system: NcclSystem, graphs: dict[str, NcclGraph]) -> int:
+    """Execution channels `comm->nChannels` after ncclTopoPostset (src/graph/connect.cc)."""
+    ring = graphs["Ring"]
+    n = min(K.MAXCHANNELS, 2 * ring.n_channels)
+    chain = graphs["CollNetChain"]
+    if chain.n_channels and chain.bw_intra > chain.bw_inter and system.n_ranks > system.n_nodes:
+        n = min(K.MAXCHANNELS, n + n // 2)
+    if system.compcap >= 90 and system.n_nodes > 1 and ring.bw_intra > 45.0 and n < 16:
+        n = min(K.MAXCHANNELS, 2 * n)
+    return max(n, 1)
+
+
+def nvls_channels(system: NcclSystem) -> int:
+    """comm->nvlsChannels (src/transport/nvls.cc)."""
+    if system.compcap >= 100:
+        return K.NVLS_NCHANNELS_SM100 if system.n_nodes > 1 else K.NVLS_NCHANNELS_SM100_NVL
+    return K.NVLS_NCHANNELS_SM90

@@ -1,0 +1,305 @@
+"""NCCL 2.30.7's own cost model: the latency/bandwidth table and the per-call algorithm choice.
+
+A line-by-line reimplementation of `ncclTopoTuneModel` / `ncclTopoGetAlgoTime` (src/graph/tuning.cc)
+and the selection in src/enqueue.cc (`updateCollCostTable`, `topoGetAlgoInfo`), as described in
+/work/shared/reference/nccl-model.md §2. It tells what NCCL *would pick* and how fast NCCL *thinks*
+it is, which is what `--model nccl` and `--explain` show next to fabricsim's own engine.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from fabricsim.errors import FabricsimError
+from fabricsim.tuner import nccl_constants as K
+from fabricsim.tuner.nccl_graph import NcclGraph, NcclSystem, comm_channels, nvls_channels, search_graphs
+from fabricsim.tuner.nccl_system import system_from_topology
+
+__all__ = ["NcclSystem", "NcclChoice", "nccl_table", "nccl_predict", "system_from_topology", "ALGO_NAMES", "PROTO_NAMES"]
+
+# Public (fabricsim) names -> NCCL names.
+ALGO_NAMES = {
+    "tree": "Tree", "ring": "Ring", "collnet_direct": "CollNetDirect", "collnet_chain": "CollNetChain",
+    "nvls": "NVLS", "nvls_tree": "NVLSTree", "pat": "PAT",
+}
+PROTO_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+# Algorithms the cost model prices per collective (tuning.cc:292-304 skip list).
+COLL_ALGOS = {
+    "broadcast": ("Ring",),
+    "reduce": ("Ring",),
+    "all_gather": ("Ring", "CollNetDirect", "NVLS", "PAT"),
+    "reduce_scatter": ("Ring", "CollNetDirect", "NVLS", "PAT"),
+    "all_reduce": ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree"),
+}
+_PATH_ORDER = {name: i for i, name in enumerate(K.PATH_TYPES)}
+
+
+@dataclass(frozen=True)
+class NcclChoice:
+    """NCCL's pick for one call: names as NCCL prints them, time in s, bandwidths in bytes/s."""
+
+    algo: str
+    proto: str
+    time_s: float
+    algbw: float
+    busbw: float
+    channels: int
+    table: dict  # (algo, proto) -> (latency_us, algbw_GBps) or None, as nccl_table
+
+
+def _collective(collective: str) -> str:
+    if collective not in K.FUNCS:
+        raise FabricsimError(f"unknown collective '{collective}': NCCL's tuner models {', '.join(K.FUNCS)}")
+    return collective
+
+
+def _nsteps(collective: str, n: int) -> int:
+    return 2 * (n - 1) if collective == "all_reduce" else n - 1 if collective in ("all_gather", "reduce_scatter") else n
+
+
+def _pat_enabled(s: NcclSystem) -> bool:
+    """ncclPatEnable with NCCL_PAT_ENABLE=2: SM60+, one GPU per node, host network (no device offload)."""
+    return s.compcap >= 60 and s.n_nodes == s.n_ranks
+
+
+def _ll128_enabled(s: NcclSystem, g: NcclGraph) -> bool:
+    """LL128 default rule (tuning.cc:518-530), all ranks of one GPU type."""
+    limit = "pxn" if s.compcap >= 90 else "pxb"
+    return (_PATH_ORDER[g.type_inter] <= _PATH_ORDER[limit] and _PATH_ORDER[g.type_intra] <= _PATH_ORDER["nvb"]
+            and s.compcap >= 70)
+
+
+def _algo_enabled(s: NcclSystem, algo: str) -> bool:
+    """Per-algorithm disables of tuning.cc:490-500 and updateCollCostTable (enqueue.cc)."""
+    if algo == "NVLSTree" and s.n_nodes == 1:
+        return False
+    if algo in ("CollNetDirect", "CollNetChain"):
+        return s.collnet_support and s.ppn <= K.MAX_DIRECT_ARITY + 1 and (algo != "CollNetDirect" or s.has_nvswitch)
+    if algo in ("NVLS", "NVLSTree") and not s.nvls_support:
+        return False
+    if algo == "NVLS" and s.n_nodes > 1 and not s.collnet_support:
+        return False
+    return True
+
+
+def _entry(s: NcclSystem, graphs: dict[str, NcclGraph], coll: str, algo: str, p: int) -> tuple[float, float]:
+    """(latency us, algorithm bandwidth GB/s) of ncclTopoTuneModel for one (coll, algo, proto)."""
+    n, nodes = s.n_ranks, s.n_nodes
+    cc = K.compcap_index(s.compcap)
+    index2 = nodes - 1 if nodes <= 2 else 2
+    index1 = cc if nodes == 1 else (1 if s.cpu_vendor == "amd" else 0)
+    ll_max_bw = K.LL_MAX_BW[index1][index2]
+    ppn = n / nodes
+    nsteps = _nsteps(coll, n)
+    g = graphs[algo]
+    collnet = algo in ("CollNetDirect", "CollNetChain")
+
+    bw = g.bw_intra if (nodes <= 2 or collnet) else g.bw_inter
+    if algo in ("NVLS", "NVLSTree"):
+        if g.n_channels < 2:
+            return 0.0, 0.0
+        intra = g.bw_intra * K.NVLS_EFFICIENCY[cc] * (g.n_channels - 1) / g.n_channels
+        intra *= 2.0 if coll == "all_reduce" else (ppn - 1) / ppn  # AllReduce pipelines two operations
+        inter = g.bw_inter * (2 if (nodes <= 2 and algo == "NVLSTree") else 1)
+        cap = K.PER_CH_MAX_NVLS_TREE_BW[cc][index2] if algo == "NVLSTree" else math.inf
+        bw = min(intra, inter, cap)
+    bus = g.n_channels * bw
+    if algo == "Ring" and p == 0:
+        bus = min(ll_max_bw, bus * 0.5)
+    if algo == "Ring" and p == 1:
+        bus = min(bus * 0.92, g.n_channels * K.PER_CH_MAX_RING_LL128_BW[cc][index2])
+    if algo == "Tree" and coll == "all_reduce":
+        bus = min(bus * 0.92, g.n_channels * K.PER_CH_MAX_TREE_BW[cc][index2])
+    if algo == "Tree" and p == 0:
+        bus = min(bus / 3.8, ll_max_bw)
+    if algo == "Tree" and p == 1:
+        bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.n_channels * K.PER_CH_MAX_TREE_LL128_BW[cc][index2])
+    if algo == "PAT":
+        bus *= 0.75
+    if collnet and p != 2:
+        bus = 0.0
+    if algo == "CollNetDirect" and p == 2:
+        if coll in ("all_gather", "reduce_scatter"):
+            bus = ppn * min(g.bw_intra, g.bw_inter * 0.9)
+        else:
+            factor = ppn / g.n_channels if g.n_channels else math.inf  # GPU/NIC ratio
+            factor -= (factor - 1) / 2
+            bus /= factor
+            if s.compcap >= 90:
+                bus *= 0.85
+    if algo in ("NVLS", "CollNetDirect") and coll in ("all_gather", "reduce_scatter") and nodes > 1:
+        # needs the CollNet plugin's iallgather/ireducescatter and at most one GPU per head
+        if not (s.collnet_ag_rs and s.collnet_support and s.ppn <= graphs["CollNetDirect"].n_channels):
+            bus = 0.0
+    if algo == "Ring" or not (coll in ("all_gather", "reduce_scatter")):
+        bus *= n / nsteps if algo in ("Ring", "NVLS", "NVLSTree") else 0.5
+
+    lat = K.BASE_LAT[algo][p]
+    intra_hw = K.HW_NVLINK if g.type_intra == "nvl" else K.HW_PCI
+    hw = intra_hw if nodes == 1 else K.HW_NET
+    intra_lat = K.HW_LAT[intra_hw][algo][p]
+    inter_lat = (K.HW_LAT[K.HW_NET]["Tree"][p] if ppn == 1 else K.HW_LAT[K.HW_NET][algo][p]) + g.latency_inter
+    if p == 2:
+        inter_lat += g.latency_inter  # flush extra latency
+    ppn_i = n // nodes
+    log_nodes = nodes.bit_length() - 1
+    if algo == "Ring":
+        step = K.HW_LAT[hw]["Ring"][p]
+        if coll in ("broadcast", "reduce"):
+            if g.same_channels:
+                lat += step
+            else:
+                lat += nsteps * (K.HW_LAT[hw]["Tree"][p] if p == 2 else step)
+        else:
+            overhead = 0.0 if nodes == 1 else K.NET_OVERHEAD_US[s.cpu_vendor] * (3 if p == 2 else 1)
+            intra_lat = max(intra_lat, overhead)
+            n_inter = 0 if nodes == 1 else (2 * (nodes - 1) if coll == "all_reduce" else nodes - 1)
+            lat += (nsteps - n_inter) * intra_lat + n_inter * inter_lat
+    elif algo == "Tree":
+        if coll == "all_reduce":
+            lat += 2 * ((ppn_i - 1) * intra_lat + log_nodes * inter_lat)
+    elif algo == "CollNetDirect":
+        lat += 2 * (min(1, ppn_i - 1) * intra_lat + (ppn_i - 1) * 0.4) + inter_lat  # 0.4 us arity serialization
+    elif algo == "CollNetChain":
+        lat += 2 * (ppn_i - 1) * intra_lat + inter_lat
+    elif algo == "NVLS":
+        lat = intra_lat + (inter_lat if nodes > 1 else 0.0)
+    elif algo == "NVLSTree":
+        lat += intra_lat + 2 * log_nodes * inter_lat
+    elif algo == "PAT":
+        lat += log_nodes * (inter_lat / 3.5) + n * 2.8
+    return lat, bus
+
+
+@lru_cache(maxsize=1024)
+def _table(system: NcclSystem, collective: str, ll128_forced: bool = False) -> tuple:
+    """Rows of the table; setting NCCL_PROTO enables LL128 outright, bypassing its default rule."""
+    if system.n_ranks < 2:
+        raise FabricsimError("NCCL's tuning model needs at least 2 ranks: a 1-rank collective is a local copy")
+    graphs = search_graphs(system)
+    rows = []
+    for algo in COLL_ALGOS[collective]:
+        for p, proto in enumerate(K.PROTOS):
+            if algo in ("NVLS", "NVLSTree", "PAT", "CollNetDirect", "CollNetChain") and p != 2:
+                continue
+            value = None
+            if not (algo == "PAT" and not _pat_enabled(system)) and _algo_enabled(system, algo):
+                if p != 1 or ll128_forced or _ll128_enabled(system, graphs[algo]):
+                    lat, bw = _entry(system, graphs, collective, algo, p)
+                    value = (lat, bw) if bw > 0 else None
+            rows.append(((algo, proto), value))
+    return tuple(rows)
+
+
+def nccl_table(system: NcclSystem, collective: str) -> dict[tuple[str, str], tuple[float, float] | None]:
+    """NCCL's tuning table for one collective, keyed by NCCL names ('Ring', 'LL'):
+    (latency us, algorithm bandwidth GB/s) as NCCL_DEBUG_SUBSYS=TUNING prints it, None where disabled."""
+    return dict(_table(system, _collective(collective)))
+
+
+def _allowed(spec, names: dict[str, str], kind: str) -> set[str] | None:
+    """NCCL_ALGO / NCCL_PROTO semantics: a name, a comma list or a sequence; '^' excludes the listed ones."""
+    if spec is None:
+        return None
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    items = [str(i).strip() for i in items if str(i).strip()]
+    negate = bool(items) and items[0].startswith("^")
+    if negate:
+        items[0] = items[0][1:]
+    lookup = dict(names) | {v.lower(): v for v in names.values()}
+    chosen = set()
+    for item in items:
+        key = item.lower()
+        if key not in lookup:
+            raise FabricsimError(f"unknown {kind} '{item}': use one of {', '.join(names)}")
+        chosen.add(lookup[key])
+    return set(names.values()) - chosen if negate else chosen
+
+
+def _time_us(system: NcclSystem, coll: str, algo: str, proto: str, lat: float, bw: float, nbytes: int,
+             n_channels: int, pipe_ops: int) -> float:
+    """ncclTopoGetAlgoTime: per-size corrections, then lat x latCount + bytes / bw."""
+    p = K.PROTOS.index(proto)
+    log_size = (nbytes >> 6).bit_length() - 1 if nbytes >> 6 else -1
+    if algo == "Tree" and coll == "all_reduce" and 0 <= log_size < 23:
+        bw *= K.TREE_CORRECTION[p][log_size]
+    if (algo == "NVLSTree" and coll == "all_reduce" and 0 <= log_size < 24 and system.compcap >= 100
+            and system.cpu_vendor in ("intel", "amd")):
+        bw *= K.TREE_CORRECTION[p][log_size]
+    if (algo == "Ring" and p == 2 and system.n_nodes > 1 and coll == "all_reduce"
+            and nbytes // (n_channels * system.n_ranks) >= 64):
+        lat *= 1.9 if system.compcap < 80 else 1.4  # plateau effect of ring
+    lat_count = pipe_ops if algo == "Ring" else -(-pipe_ops // K.MAX_DEV_WORK_BATCH_COLLS)
+    return lat * lat_count + nbytes / (1000.0 * bw)
+
+
+def _exec_channels(system: NcclSystem, algo: str, proto: str, nbytes: int, n_channels: int) -> int:
+    """topoGetAlgoInfo's channel count for one call (enqueue.cc)."""
+    graphs = search_graphs(system)
+    if algo in ("NVLS", "NVLSTree"):
+        nvls = nvls_channels(system)
+        return min(nvls, n_channels) if (system.n_nodes > 1 and algo == "NVLS") else nvls
+    p = K.PROTOS.index(proto)
+    threshold = (K.LL_THREAD_THRESHOLD, K.LL128_THREAD_THRESHOLD, K.SIMPLE_THREAD_THRESHOLD)[p]
+    if algo == "Ring" and p == 0:
+        threshold *= system.n_ranks
+    ring = graphs["Ring"]
+    simple_threads = 256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS
+    nt = {0: K.LL_MAX_NTHREADS, 1: K.LL128_MAX_NTHREADS, 2: simple_threads if algo == "Ring" else K.SIMPLE_MAX_NTHREADS}[p]
+    nc = n_channels
+    if algo == "CollNetDirect":
+        heads = max(graphs["CollNetDirect"].n_channels, 1)
+        threshold = K.COLLNET_THREAD_THRESHOLD
+        switch = 16
+        flag = True
+        while switch >= 1 and flag:
+            while True:
+                flag = nbytes < nc * nt * heads * threshold
+                if not (flag and nc > switch):
+                    break
+                if nc == switch + switch // 2:
+                    threshold //= 2
+                nc -= 1
+            switch //= 2
+        return nc
+    if algo == "CollNetChain":
+        threshold = K.COLLNET_THREAD_THRESHOLD
+    if algo == "PAT":
+        return nc  # maxThreads[PAT] is not set by ncclTopoTuneModel, so no channel reduction applies
+    while nbytes < nc * nt * threshold and nc >= 2:
+        nc -= 1
+    return nc
+
+
+def nccl_predict(system: NcclSystem, collective: str, nbytes: int, algo=None, proto=None,
+                 pipe_ops: int = 1) -> NcclChoice:
+    """NCCL's choice for one call of `nbytes` (the nccl-tests size: the total buffer for all_gather /
+    reduce_scatter). `algo` / `proto` restrict the choice like NCCL_ALGO / NCCL_PROTO ('ring',
+    'ring,tree', '^nvls', or a list); a restriction that leaves nothing raises FabricsimError."""
+    coll = _collective(collective)
+    if nbytes <= 0:
+        raise FabricsimError(f"message size {nbytes} B is not positive: give a size of at least 1 byte")
+    algos = _allowed(algo, ALGO_NAMES, "algorithm")
+    protos = _allowed(proto, PROTO_NAMES, "protocol")
+    table = dict(_table(system, coll, protos is not None and "LL128" in protos))
+    n_channels = comm_channels(system, search_graphs(system))
+    best = None
+    for (a, p), value in table.items():
+        if value is None or (algos is not None and a not in algos) or (protos is not None and p not in protos):
+            continue
+        t = _time_us(system, coll, a, p, value[0], value[1], nbytes, n_channels, pipe_ops)
+        if best is None or t < best[0]:
+            best = (t, a, p)
+    if best is None:
+        usable = ", ".join(f"{a}/{p}" for (a, p), v in table.items() if v is not None)
+        raise FabricsimError(
+            f"no NCCL algorithm/protocol for {coll} matches algo={algo!r} proto={proto!r} on this system: "
+            f"choose among {usable}")
+    t_us, a, p = best
+    time_s = t_us * 1e-6
+    algbw = nbytes / time_s
+    busbw = algbw * _nsteps(coll, system.n_ranks) / system.n_ranks  # nccl-tests bus factor
+    channels = _exec_channels(system, a, p, nbytes, n_channels)
+    return NcclChoice(a, p, time_s, algbw, busbw, channels, table)

@@ -1,0 +1,93 @@
+"""Build the NcclSystem NCCL's tuner would see from a fabricsim Topology.
+
+Link bandwidths are re-expressed the way NCCL's topology code counts them (nccl-model.md §3.3):
+NVLink = links x ncclTopoNVLinkBw(compcap), PCIe x16 = width x code / 80, NIC = speed_Mbps / 8000.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from fabricsim import hardware
+from fabricsim.errors import FabricsimError
+from fabricsim.topology.model import DeviceKind, Topology
+from fabricsim.tuner import nccl_constants as K
+from fabricsim.tuner.nccl_graph import NcclSystem
+
+# PCIe x16 GB/s as NCCL computes it: 16 lanes x code / 80, code 60/120/240/480 for 8/16/32/64 GT/s (topo.cc).
+_PCIE_X16_GBPS = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
+
+
+def _out_links(topo: Topology, device: int, kinds: tuple[str, ...]) -> list[tuple[int, object]]:
+    """(link index, LinkTech) of the links leaving `device` whose technology kind is in `kinds`."""
+    result = []
+    for link in topo.links_from(device):
+        tech = hardware.get_link(topo.techs[int(topo.link_tech[link])])
+        if tech.kind in kinds:
+            result.append((int(link), tech))
+    return result
+
+
+def _pcie_bw(tech_name: str) -> float:
+    m = re.search(r"(\d)$", tech_name)
+    if not m or int(m.group(1)) not in _PCIE_X16_GBPS:
+        raise FabricsimError(f"PCIe link '{tech_name}' has no NCCL bandwidth: use pcie3..pcie6")
+    return _PCIE_X16_GBPS[int(m.group(1))]
+
+
+def system_from_topology(topo: Topology, ranks: np.ndarray | None = None) -> NcclSystem:
+    """The NcclSystem of a communicator over `ranks` (default: every GPU) of `topo`.
+
+    NCCL's nNodes counts network-separated groups, so one NVLink domain (an NVL72 rack) is one node."""
+    ranks = np.arange(topo.n_gpus) if ranks is None else np.asarray(ranks)
+    if ranks.size < 1:
+        raise FabricsimError("system_from_topology: the communicator has no ranks; pass at least one GPU rank")
+    domains, per_domain = np.unique(topo.gpu_domain[ranks], return_counts=True)
+    if per_domain.min() != per_domain.max():
+        raise FabricsimError("NCCL's tuning model needs the same number of ranks in every NVLink domain: "
+                             "choose ranks evenly across domains")
+    gpu_dev = int(topo.gpu_device[ranks[0]])
+    gpu = hardware.get_gpu(topo.parts[int(topo.dev_part[gpu_dev])])
+    if gpu.compute_capability <= 0:
+        raise FabricsimError(f"{gpu.name} is not an NVIDIA GPU: NCCL's tuning model does not apply (RCCL differs)")
+    compcap = int(round(gpu.compute_capability * 10))
+    per_link = K.nvlink_bw_per_link(compcap)
+
+    nvlinks = _out_links(topo, gpu_dev, ("nvlink",))
+    kinds = topo.dev_kind[topo.link_dst[[l for l, _ in nvlinks]]] if nvlinks else np.array([], dtype=np.int8)
+    n_links = int(sum(int(topo.link_count[l]) for l, _ in nvlinks))
+    has_nvswitch = bool((kinds == DeviceKind.NVSWITCH).any())
+    peer = None
+    if nvlinks and not has_nvswitch:
+        peer = max(int(topo.link_count[l]) for l, _ in nvlinks) * per_link
+
+    pcie = _out_links(topo, gpu_dev, ("pcie",))
+    pcie_bw = _pcie_bw(pcie[0][1].name if pcie else gpu.pcie_link)
+
+    nic_bw, nics = 0.0, 0
+    nic_dev = int(topo.gpu_nic[ranks[0]]) if topo.gpu_nic is not None else -1
+    if nic_dev >= 0:
+        net = _out_links(topo, nic_dev, ("infiniband", "ethernet"))
+        if net and net[0][1].line_rate_gbps:
+            nic_bw = net[0][1].line_rate_gbps / 8.0  # speed (Mbps) / 8000
+        # NICs of one NCCL node = one NVLink domain (a whole NVL72 rack)
+        domain = topo.gpu_domain[ranks[0]]
+        nics = int(((topo.dev_kind == DeviceKind.NIC) & (topo.dev_domain == domain)).sum())
+
+    cpu_links = _out_links(topo, int(topo.gpu_cpu[ranks[0]]), ("cpu",)) if topo.gpu_cpu is not None else []
+    cpu_part = topo.parts[int(topo.dev_part[int(topo.gpu_cpu[ranks[0]])])] if topo.gpu_cpu is not None else "x86"
+    vendor = "arm" if "grace" in cpu_part.lower() else "amd" if any(t.name == "amd-if" for _, t in cpu_links) else "intel"
+
+    n_nodes = int(domains.size)
+    features = topo.features
+    return NcclSystem(
+        n_ranks=int(ranks.size), n_nodes=n_nodes, ppn=int(per_domain[0]), compcap=compcap,
+        nvlink_bw_per_gpu=n_links * per_link, pcie_bw=pcie_bw, nic_bw=nic_bw, nics_per_node=nics,
+        has_nvswitch=has_nvswitch, nvls_support=bool(features.get("nvls")) and has_nvswitch and compcap >= 90,
+        collnet_support=bool(features.get("sharp")), cpu_vendor=vendor,
+        intra_type="nvl" if n_links else "pci",
+        inter_type="pxb" if features.get("gpudirect", True) else "phb",
+        nvlink_peer_bw=peer, source=f"topology {topo.name}",
+    )
