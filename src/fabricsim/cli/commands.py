@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fabricsim.cli.perf import perf
 from fabricsim.cli.topo import topo
 
-ALL: list = [topo]
+ALL: list = [perf, topo]

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from fabricsim.cli.options import size_options
 from fabricsim.topology import PRESETS, load_cluster, load_spec, save_cluster
 from fabricsim.topology.summary import summarize
 from fabricsim.units import GB, Gbit
@@ -14,11 +15,6 @@ from fabricsim.units import GB, Gbit
 def _bw(bps: float) -> str:
     """bytes/s -> 'x GB/s' or 'x TB/s' (decimal, as datasheets)."""
     return f"{bps / 1e12:,.2f} TB/s" if bps >= 1e12 else f"{bps / GB:,.2f} GB/s"
-
-
-def _size_options(f):
-    f = click.option("--gpus", type=int, default=None, help="Total GPUs (whole nodes / racks); presets only.")(f)
-    return click.option("--nodes", type=int, default=None, help="Nodes (servers or NVL72 trays); presets only.")(f)
 
 
 @click.group("topo")
@@ -66,7 +62,7 @@ def render(s: dict) -> str:
 
 @topo.command("show")
 @click.argument("cluster")
-@_size_options
+@size_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (SI units).")
 def show(cluster: str, nodes: int | None, gpus: int | None, as_json: bool) -> None:
     """Summarise CLUSTER (a preset name or a YAML file)."""
@@ -77,7 +73,7 @@ def show(cluster: str, nodes: int | None, gpus: int | None, as_json: bool) -> No
 @topo.command("save")
 @click.argument("cluster")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="YAML file to write.")
-@_size_options
+@size_options
 def save(cluster: str, output: str, nodes: int | None, gpus: int | None) -> None:
     """Write CLUSTER's spec as YAML (edit it, then `topo show file.yaml`)."""
     spec = load_spec(cluster, nodes=nodes, gpus=gpus)

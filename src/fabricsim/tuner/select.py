@@ -1,0 +1,130 @@
+"""The topology-aware tuner: time every applicable (algorithm, protocol) with the engine, pick the fastest.
+
+What NCCL would run is the default candidate set (`library='nccl'`): NCCL's algorithms (Ring, Tree, NVLS,
+NVLSTree, CollNetDirect, CollNetChain, PAT) under NCCL's own applicability rules (nccl-model.md §1.2, §2.6):
+LL and LL128 exist only for Ring and Tree; NVLS/NVLSTree/CollNet/PAT run Simple only; NVLSTree needs
+more than one NVLink domain; PAT needs one GPU per node. `library='all'` adds fabricsim's other schedules
+(Rabenseifner, recursive doubling, Bruck, hierarchical, pairwise, ...). `algos` / `protos` force a choice
+as NCCL_ALGO / NCCL_PROTO do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import numpy as np
+
+from fabricsim import schedules
+from fabricsim.engine import simulate
+from fabricsim.engine.result import Result
+from fabricsim.errors import FabricsimError
+from fabricsim.topology.model import Topology
+
+PROTOCOLS = ("ll", "ll128", "simple")
+# NCCL's algorithms per collective (src/device/generate.py algos_of_coll; nccl-model.md §1.2). AllToAll and
+# SendRecv are NCCL point-to-point operations: all pairs at once, through PXN on rail-optimised fabrics.
+NCCL_ALGOS = {
+    "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
+    "all_gather": ("ring", "nvls", "collnet_direct", "pat"),
+    "reduce_scatter": ("ring", "nvls", "collnet_direct", "pat"),
+    "broadcast": ("ring",),
+    "reduce": ("ring",),
+    "alltoall": ("pxn", "direct"),
+    "sendrecv": ("direct",),
+}
+# Protocols other than Simple exist only for Ring and Tree (generate.py required_cuda; tuning.cc).
+_LL_ALGOS = {"ring", "tree"}
+
+
+@dataclass(frozen=True, eq=False)
+class Choice:
+    """The tuner's pick for one call and every candidate it timed."""
+
+    algorithm: str
+    protocol: str
+    result: Result
+    table: tuple[tuple[str, str, float], ...]  # (algorithm, protocol, time_s) of every candidate, fastest first
+
+    @property
+    def channels(self) -> int:
+        return int(self.result.channels) if hasattr(self.result, "channels") else 1
+
+
+def structure_for(topo: Topology, ranks: np.ndarray) -> schedules.Structure:
+    """The schedule Structure of these GPU ranks: ranks grouped by NVLink domain, in order."""
+    ranks = np.asarray(ranks)
+    domain = topo.gpu_domain[ranks]
+    change = np.flatnonzero(np.diff(domain)) + 1
+    sizes = np.diff(np.concatenate([[0], change, [len(ranks)]]))
+    if len(np.unique(domain)) != len(sizes) or not np.all(sizes == sizes[0]):
+        raise FabricsimError("the ranks must fill their NVLink domains evenly and in order "
+                             "(the same number of GPUs from each domain, domain by domain)")
+    features = topo.features or {}
+    return schedules.Structure(nranks=len(ranks), ranks_per_node=int(sizes[0]),
+                               has_nvswitch=bool(features.get("nvls")) and int(sizes[0]) > 1,
+                               has_sharp=bool(features.get("sharp")) and len(sizes) > 1)
+
+
+def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str = "nccl") -> list[tuple[str, str]]:
+    """Every (algorithm, protocol) that applies to `collective` on these ranks of `topo`."""
+    structure = structure_for(topo, ranks)
+    applicable = schedules.applicable(collective, structure)
+    if library == "nccl":
+        algos = [a for a in NCCL_ALGOS[collective] if a in applicable]
+        if collective == "alltoall" and "pxn" in algos and not topo.features.get("rail_optimized"):
+            algos.remove("pxn")
+        if collective == "alltoall" and "pxn" in algos:
+            algos = ["pxn"]
+    elif library == "all":
+        algos = list(applicable)
+    else:
+        raise FabricsimError(f"unknown library '{library}': use 'nccl' (what NCCL runs) or 'all' (every fabricsim schedule)")
+    return [(a, p) for a in algos for p in PROTOCOLS if p == "simple" or a in _LL_ALGOS]
+
+
+def _filter(pairs: list[tuple[str, str]], algos, protos, collective: str) -> list[tuple[str, str]]:
+    if algos:
+        unknown = [a for a in algos if a not in {p[0] for p in pairs}]
+        if unknown:
+            offered = sorted({p[0] for p in pairs})
+            raise FabricsimError(
+                f"algorithm {', '.join(unknown)} does not apply to {collective} on this cluster; "
+                f"applicable: {', '.join(offered)}")
+        pairs = [p for p in pairs if p[0] in algos]
+    if protos:
+        bad = [p for p in protos if p not in PROTOCOLS]
+        if bad:
+            raise FabricsimError(f"unknown protocol {', '.join(bad)}: use ll, ll128 or simple")
+        kept = [p for p in pairs if p[1] in protos]
+        if not kept:
+            raise FabricsimError(
+                f"protocol {', '.join(protos)} does not apply to algorithm(s) {', '.join(sorted({p[0] for p in pairs}))}: "
+                "LL and LL128 exist only for ring and tree")
+        pairs = kept
+    return pairs
+
+
+def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | None = None, elem_size: int = 4,
+         algos: list[str] | None = None, protos: list[str] | None = None, level: str = "flow",
+         library: str = "nccl", root: int = 0) -> Choice:
+    """Time every candidate with the engine and return the fastest (ties: candidate order)."""
+    ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
+    pairs = _filter(candidates(topo, collective, ranks, library if not algos else "all"), algos, protos, collective)
+    timed = []
+    for algo, proto in pairs:
+        res = evaluate(topo, collective, algo, proto, nbytes, ranks=ranks, elem_size=elem_size, level=level, root=root)
+        timed.append((res.time, algo, proto, res))
+    timed.sort(key=lambda t: t[0])
+    t, algo, proto, res = timed[0]
+    return Choice(algo, proto, res, tuple((a, p, tt) for tt, a, p, _ in timed))
+
+
+def evaluate(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, *, ranks: np.ndarray,
+             elem_size: int = 4, level: str = "flow", root: int = 0) -> Result:
+    """Engine time of one (algorithm, protocol) for one message size on these ranks."""
+    schedule = _schedule(topo, collective, algo, ranks, root)
+    return simulate(topo, schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=ranks)
+
+
+def _schedule(topo, collective, algo, ranks, root):
+    structure = structure_for(topo, ranks)
+    return schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root)

@@ -1,0 +1,1 @@
+"""fabricsim.validation: predictions checked against real published measurements."""

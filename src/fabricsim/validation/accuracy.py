@@ -1,0 +1,126 @@
+"""Predict every calibration case and score the error, for fabricsim and for NCCL's own cost model.
+
+Error is the absolute percentage error of busbw (or of time for latency rows):
+|predicted - measured| / measured. A row reporting a peak is compared with the peak predicted
+busbw over the same nccl-tests sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from fabricsim.engine.result import BUSBW_FACTOR
+from fabricsim.errors import FabricsimError
+from fabricsim.topology import build
+from fabricsim.topology.spec import ClusterSpec
+from fabricsim.tuner import nccl_model
+from fabricsim.tuner.select import NCCL_ALGOS, best
+from fabricsim.validation.calibration import Case, Skip, cases, load_rows, sweep_sizes
+
+NCCL_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+
+
+@dataclass(frozen=True)
+class Prediction:
+    case: Case
+    predicted: float  # GB/s busbw, or us for time rows
+    algo: str
+    proto: str
+    nccl_predicted: float | None  # NCCL's own model, where it models the collective
+    nccl_algo: str | None
+
+    @property
+    def error(self) -> float:
+        return abs(self.predicted - self.case.measured) / self.case.measured * 100.0
+
+    @property
+    def nccl_error(self) -> float | None:
+        if self.nccl_predicted is None:
+            return None
+        return abs(self.nccl_predicted - self.case.measured) / self.case.measured * 100.0
+
+
+@lru_cache(maxsize=64)
+def _topology(spec: ClusterSpec):
+    return build(spec)
+
+
+def _sizes(case: Case) -> np.ndarray:
+    if case.size_bytes is not None:
+        return np.asarray([case.size_bytes], dtype=np.int64)
+    return sweep_sizes(*case.sweep)
+
+
+def _algos(case: Case, topo, ranks) -> list[str] | None:
+    if case.algos:
+        return list(case.algos)
+    if case.exclude:
+        from fabricsim.tuner.select import candidates
+
+        keep = sorted({a for a, _ in candidates(topo, case.collective, ranks)} - set(case.exclude))
+        return keep
+    return None
+
+
+def predict(case: Case, level: str = "flow") -> Prediction:
+    """fabricsim's prediction (and NCCL's model's) for one case."""
+    topo = _topology(case.spec)
+    ranks = np.asarray(case.ranks, dtype=np.int32)
+    n = len(ranks)
+    factor = BUSBW_FACTOR[case.collective](n)
+    algos = _algos(case, topo, ranks)
+    best_bus, best_time, pick = -1.0, None, ("", "")
+    for size in _sizes(case):
+        choice = best(topo, case.collective, int(size), ranks=ranks, algos=algos, level=level)
+        bus = choice.result.busbw / 1e9
+        if bus > best_bus:
+            best_bus, best_time, pick = bus, choice.result.time, (choice.algorithm, choice.protocol)
+    predicted = best_time * 1e6 if case.metric == "time" else best_bus
+    nccl_pred, nccl_algo = _nccl(case, topo, ranks, factor)
+    return Prediction(case, predicted, pick[0], pick[1], nccl_pred, nccl_algo)
+
+
+def _nccl(case: Case, topo, ranks, factor) -> tuple[float | None, str | None]:
+    if case.collective not in NCCL_COLLECTIVES:
+        return None, None
+    try:
+        system = nccl_model.system_from_topology(topo, ranks=ranks)
+        algos = [a for a in (case.algos or NCCL_ALGOS[case.collective]) if a not in case.exclude]
+        best_bus, best_time, algo = -1.0, None, None
+        for size in _sizes(case):
+            ch = nccl_model.nccl_predict(system, case.collective, int(size), algo=algos)
+            bus = ch.busbw / 1e9
+            if bus > best_bus:
+                best_bus, best_time, algo = bus, ch.time_s, ch.algo
+    except FabricsimError:
+        return None, None
+    return (best_time * 1e6 if case.metric == "time" else best_bus), algo
+
+
+def run(path=None, level: str = "flow") -> tuple[list[Prediction], list[Skip]]:
+    """Every case of the calibration file predicted; the skipped rows with their reasons."""
+    all_cases, skipped = cases(load_rows(path))
+    return [predict(c, level) for c in all_cases], skipped
+
+
+def stats(errors: list[float]) -> tuple[int, float, float]:
+    """(count, median, p90) of absolute % errors."""
+    if not errors:
+        return 0, float("nan"), float("nan")
+    a = np.asarray(errors, dtype=np.float64)
+    return len(a), float(np.median(a)), float(np.percentile(a, 90))
+
+
+def summary(preds: list[Prediction]) -> list[tuple[str, int, float, float, int, float, float]]:
+    """Per hardware family and overall: (family, n, median, p90, n_nccl, nccl median, nccl p90)."""
+    fams = sorted({p.case.family for p in preds})
+    out = []
+    for fam in fams + ["all"]:
+        sel = [p for p in preds if fam == "all" or p.case.family == fam]
+        n, med, p90 = stats([p.error for p in sel])
+        nn, nmed, np90 = stats([p.nccl_error for p in sel if p.nccl_error is not None])
+        out.append((fam, n, med, p90, nn, nmed, np90))
+    return out
