@@ -4,5 +4,6 @@ from __future__ import annotations
 
 from fabricsim.cli.perf import perf
 from fabricsim.cli.topo import topo
+from fabricsim.cli.validate import validate
 
-ALL: list = [perf, topo]
+ALL: list = [perf, topo, validate]

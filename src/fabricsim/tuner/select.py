@@ -83,13 +83,14 @@ def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str 
 
 def _filter(pairs: list[tuple[str, str]], algos, protos, collective: str) -> list[tuple[str, str]]:
     if algos:
-        unknown = [a for a in algos if a not in {p[0] for p in pairs}]
-        if unknown:
+        # As NCCL_ALGO: a list of allowed algorithms; it is an error only when none of them applies.
+        kept = [p for p in pairs if p[0] in algos]
+        if not kept:
             offered = sorted({p[0] for p in pairs})
             raise FabricsimError(
-                f"algorithm {', '.join(unknown)} does not apply to {collective} on this cluster; "
+                f"algorithm {', '.join(algos)} does not apply to {collective} on this cluster; "
                 f"applicable: {', '.join(offered)}")
-        pairs = [p for p in pairs if p[0] in algos]
+        pairs = kept
     if protos:
         bad = [p for p in protos if p not in PROTOCOLS]
         if bad:

@@ -17,7 +17,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.topology import build
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.tuner import nccl_model
-from fabricsim.tuner.select import NCCL_ALGOS, best
+from fabricsim.tuner.select import NCCL_ALGOS, best, candidates
 from fabricsim.validation.calibration import Case, Skip, cases, load_rows, sweep_sizes
 
 NCCL_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
@@ -55,13 +55,13 @@ def _sizes(case: Case) -> np.ndarray:
 
 
 def _algos(case: Case, topo, ranks) -> list[str] | None:
+    """The algorithms the source allowed; where none of its forced ones applies, NCCL falls back to its default."""
+    offered = {a for a, _ in candidates(topo, case.collective, ranks)}
     if case.algos:
-        return list(case.algos)
+        forced = [a for a in case.algos if a in offered]
+        return forced or None
     if case.exclude:
-        from fabricsim.tuner.select import candidates
-
-        keep = sorted({a for a, _ in candidates(topo, case.collective, ranks)} - set(case.exclude))
-        return keep
+        return sorted(offered - set(case.exclude))
     return None
 
 

@@ -94,10 +94,10 @@ def case_for(row: dict) -> Case | Skip:
         return Skip(rid, what)
     hw = row["hardware"]
     metric, measured = ("busbw", row.get("busbw_GBps"))
-    if measured is None:
+    if not measured:  # none, or printed as 0.00 (too small for nccl-tests' two decimals): score the time
         metric, measured = ("time", row.get("time_us"))
-    if measured is None:
-        return Skip(rid, "the row has neither busbw nor time")
+    if not measured:
+        return Skip(rid, "the row has neither a busbw nor a time above zero")
     try:
         gpu = hardware.get_gpu(hw["gpu"]).name
     except FabricsimError:

@@ -1,0 +1,57 @@
+"""`fabricsim validate`: predict every calibration measurement and print the error, row by row and per family."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from fabricsim.validation.accuracy import run, summary
+
+
+def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
+    """Per-row and aggregate error table (text)."""
+    lines = []
+    if show_rows:
+        lines.append(f"{'id':<46} {'coll':<14} {'GPUs':>5} {'metric':<6} {'measured':>9} {'fabricsim':>9} {'err%':>6} "
+                     f"{'pick':<20} {'nccl-model':>10} {'err%':>6}")
+        for p in sorted(preds, key=lambda p: p.case.id):
+            c = p.case
+            nccl = f"{p.nccl_predicted:>10.1f} {p.nccl_error:>6.1f}" if p.nccl_predicted is not None else f"{'-':>10} {'-':>6}"
+            lines.append(f"{c.id[:46]:<46} {c.collective:<14} {len(c.ranks):>5} {c.metric:<6} {c.measured:>9.2f} "
+                         f"{p.predicted:>9.2f} {p.error:>6.1f} {p.algo + '/' + p.proto:<20} {nccl}")
+        lines.append("")
+    lines.append("accuracy: absolute % error of busbw (time for latency rows)")
+    lines.append(f"{'family':<10} {'rows':>5} {'median':>8} {'p90':>8}   {'nccl rows':>9} {'median':>8} {'p90':>8}")
+    for fam, n, med, p90, nn, nmed, np90 in summary(preds):
+        lines.append(f"{fam:<10} {n:>5} {med:>7.1f}% {p90:>7.1f}%   {nn:>9} {nmed:>7.1f}% {np90:>7.1f}%")
+    if skipped:
+        lines.append("")
+        lines.append(f"skipped {len(skipped)} rows:")
+        reasons: dict[str, int] = {}
+        for s in skipped:
+            reasons[s.reason] = reasons.get(s.reason, 0) + 1
+        for reason, k in sorted(reasons.items()):
+            lines.append(f"  {k:>3} x {reason}")
+    return "\n".join(lines)
+
+
+@click.command("validate")
+@click.option("--data", default=None, help="measurements.jsonl (default: ../shared/calibration beside the checkout).")
+@click.option("--level", default="flow", show_default=True, type=click.Choice(["flow", "analytical"]))
+@click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
+@click.option("--summary-only", is_flag=True, help="Only the per-family table.")
+def validate(data, level, fmt, summary_only):
+    """Predict every collective measurement in the calibration set and print the error."""
+    preds, skipped = run(data, level=level)
+    if fmt == "json":
+        click.echo(json.dumps({
+            "rows": [{"id": p.case.id, "measured": p.case.measured, "predicted": p.predicted, "error_pct": p.error,
+                      "metric": p.case.metric, "algo": p.algo, "proto": p.proto, "nccl_predicted": p.nccl_predicted,
+                      "nccl_error_pct": p.nccl_error} for p in sorted(preds, key=lambda p: p.case.id)],
+            "summary": [dict(zip(("family", "rows", "median", "p90", "nccl_rows", "nccl_median", "nccl_p90"), s))
+                        for s in summary(preds)],
+            "skipped": [{"id": s.id, "reason": s.reason} for s in skipped],
+        }, indent=1))
+        return
+    click.echo(accuracy_table(preds, skipped, show_rows=not summary_only))
