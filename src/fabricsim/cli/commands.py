@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fabricsim.cli.perf import perf
 from fabricsim.cli.topo import topo
+from fabricsim.cli.train import train
 from fabricsim.cli.validate import validate
 
-ALL: list = [perf, topo, validate]
+ALL: list = [perf, topo, train, validate]

@@ -1,0 +1,254 @@
+"""Transformer model specs: shapes, parameter counts and FLOPs per token.
+
+FLOP conventions (per token, forward + backward = 3 x forward, one multiply-add = 2 FLOPs):
+- 'megatron' (default; Megatron-LM `num_floating_point_operations`, Narayanan et al. 2021 eq. 3
+  without recompute, and NeMo's "model TFLOP/s"): 6 x (non-embedding activated parameters +
+  output projection V*h) + 12 * layers * hidden * seq for attention scores and values.
+- 'mosaic' (MosaicML llm-foundry `flops_per_batch`): 6 x all activated parameters (embeddings
+  included) + the same 12 * layers * hidden * seq attention term.
+- '6n' (Kaplan et al. 2020): 6 x non-embedding activated parameters, no attention term.
+The attention term is NOT halved for causal masking: both frameworks count the full s x s product,
+and a MFU comparable with their published numbers must count it the same way.
+Model FLOPs never include activation recomputation; `training.step` adds that as hardware work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import yaml
+
+from fabricsim.errors import FabricsimError
+
+CONVENTIONS = ("megatron", "mosaic", "6n")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only transformer. Dense when experts == 1.
+
+    MoE: the last `layers - dense_layers` layers replace the FFN by `experts` routed experts of
+    width `moe_ffn` (each token visits `top_k`) plus `shared_experts` always-on experts.
+    MLA (DeepSeek): when `kv_lora_rank` > 0 attention uses low-rank Q (`q_lora_rank`) and KV
+    (`kv_lora_rank`) projections with per-head dims `head_dim` (no-RoPE part), `rope_dim` and `v_head_dim`.
+    """
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    seq: int
+    experts: int = 1
+    top_k: int = 1
+    moe_ffn: int = 0
+    shared_experts: int = 0
+    dense_layers: int = -1  # leading dense layers of an MoE model; -1: all layers dense when experts == 1, none otherwise
+    gated: bool = True  # SwiGLU-style FFN with 3 matrices instead of 2
+    tied_embeddings: bool = False
+    head_dim: int = 0  # 0: hidden // heads
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    rope_dim: int = 0
+    v_head_dim: int = 0
+    source: str = ""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 1
+
+    @property
+    def n_dense_layers(self) -> int:
+        if self.dense_layers >= 0:
+            return self.dense_layers
+        return 0 if self.is_moe else self.layers
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.layers - self.n_dense_layers
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of K (= V) per token over all KV heads: what context parallelism exchanges."""
+        if self.kv_lora_rank:
+            return self.kv_lora_rank + self.rope_dim  # MLA caches the compressed latent (DeepSeek-V2 sec. 2.1)
+        return self.kv_heads * (self.head_dim or self.hidden // self.heads)
+
+    @cached_property
+    def attention_params(self) -> int:
+        h, hd = self.hidden, self.head_dim or self.hidden // self.heads
+        if self.kv_lora_rank:
+            qk = hd + self.rope_dim
+            q = h * self.q_lora_rank + self.q_lora_rank * self.heads * qk if self.q_lora_rank else h * self.heads * qk
+            kv = h * (self.kv_lora_rank + self.rope_dim) + self.kv_lora_rank * self.heads * (hd + self.v_head_dim)
+            return q + kv + self.heads * self.v_head_dim * h
+        return h * self.heads * hd * 2 + h * self.kv_heads * hd * 2
+
+    def _ffn_params(self, width: int) -> int:
+        return (3 if self.gated else 2) * self.hidden * width
+
+    @cached_property
+    def expert_params(self) -> int:
+        """Parameters of all routed experts (what expert parallelism shards)."""
+        return self.n_moe_layers * self.experts * self._ffn_params(self.moe_ffn)
+
+    @cached_property
+    def embedding_params(self) -> int:
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    def _layer_params(self, experts_counted: int) -> tuple[int, int]:
+        dense = self.n_dense_layers * (self.attention_params + self._ffn_params(self.ffn))
+        moe_each = (
+            self.attention_params
+            + (experts_counted + self.shared_experts) * self._ffn_params(self.moe_ffn)
+            + self.hidden * self.experts  # router
+        )
+        return dense, self.n_moe_layers * moe_each
+
+    @cached_property
+    def params(self) -> int:
+        """Total parameters (norms and biases ignored: < 0.1%)."""
+        return sum(self._layer_params(self.experts)) + self.embedding_params
+
+    @cached_property
+    def active_params(self) -> int:
+        """Parameters one token uses: top_k routed experts only."""
+        return sum(self._layer_params(self.top_k)) + self.embedding_params
+
+    @cached_property
+    def active_nonembedding_params(self) -> int:
+        return sum(self._layer_params(self.top_k))
+
+    def flops_per_token(self, seq: int | None = None, convention: str = "megatron") -> float:
+        """Model FLOPs (fwd + bwd) per trained token; see the module docstring for conventions."""
+        s = seq or self.seq
+        attention = 12.0 * self.layers * self.hidden * s
+        if convention == "megatron":
+            return 6.0 * (self.active_nonembedding_params + self.vocab * self.hidden) + attention
+        if convention == "mosaic":
+            return 6.0 * self.active_params + attention
+        if convention == "6n":
+            return 6.0 * self.active_nonembedding_params
+        raise FabricsimError(f"unknown FLOP convention '{convention}': use one of {', '.join(CONVENTIONS)}")
+
+    def attention_flops_per_token(self, seq: int | None = None) -> float:
+        """The s x s part (QK^T and AV, fwd + bwd) of `flops_per_token`."""
+        return 12.0 * self.layers * self.hidden * (seq or self.seq)
+
+
+def _m(**kw) -> ModelSpec:
+    return ModelSpec(**kw)
+
+
+MODELS: dict[str, ModelSpec] = {
+    m.name: m
+    for m in (
+        _m(name="gpt3-175b", layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152, vocab=50257, seq=2048,
+           gated=False, tied_embeddings=True,
+           source="Brown et al. 2020 (arXiv:2005.14165) Table 2.1: 96 layers, d_model 12288, 96 heads, ctx 2048; GPT-2 BPE vocab 50257; ffn = 4 d_model"),
+        _m(name="llama3-8b", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256, seq=8192,
+           source="Llama 3 paper (arXiv:2407.21783) Table 3; HF meta-llama/Meta-Llama-3-8B config.json (intermediate_size 14336, vocab 128256)"),
+        _m(name="llama3-70b", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672, vocab=128256, seq=8192,
+           source="Llama 3 paper (arXiv:2407.21783) Table 3; HF meta-llama/Meta-Llama-3-70B config.json (intermediate_size 28672)"),
+        _m(name="llama3-405b", layers=126, hidden=16384, heads=128, kv_heads=8, ffn=53248, vocab=128256, seq=8192,
+           source="Llama 3 paper (arXiv:2407.21783) Table 3 (126 layers, 16384 dim, FFN 53248, 128 heads, 8 KV heads)"),
+        _m(name="mixtral-8x7b", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=32000, seq=32768,
+           experts=8, top_k=2, moe_ffn=14336,
+           source="Jiang et al. 2024 (arXiv:2401.04088) Table 1: dim 4096, 32 layers, 32 heads, 8 KV heads, hidden 14336, 8 experts, top-2, vocab 32000, ctx 32768; 46.7B total / 12.9B active"),
+        _m(name="deepseek-v3", layers=61, hidden=7168, heads=128, kv_heads=128, ffn=18432, vocab=129280, seq=4096,
+           experts=256, top_k=8, moe_ffn=2048, shared_experts=1, dense_layers=3,
+           head_dim=128, q_lora_rank=1536, kv_lora_rank=512, rope_dim=64, v_head_dim=128,
+           source="DeepSeek-V3 report (arXiv:2412.19437) sec. 4.2 and HF deepseek-ai/DeepSeek-V3 config.json: 61 layers (first 3 dense, ffn 18432), "
+                  "hidden 7168, MLA (128 heads, q_lora 1536, kv_lora 512, qk_nope 128, rope 64, v 128), 256 routed experts (2048) + 1 shared, top-8, vocab 129280; "
+                  "pre-training seq 4096; 671B total / 37B active (MTP module excluded)"),
+        # Architectures of the published training benchmarks in shared/calibration (used by training.calibration).
+        _m(name="gpt3-5b", layers=24, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=50257, seq=2048, gated=False, tied_embeddings=True,
+           source="NeMo-Framework-Launcher conf/training/gpt3/5b.yaml (24 layers, hidden 4096, ffn 16384, 32 heads)"),
+        _m(name="gpt3-20b", layers=44, hidden=6144, heads=48, kv_heads=48, ffn=24576, vocab=50257, seq=2048, gated=False, tied_embeddings=True,
+           source="NeMo-Framework-Launcher conf/training/gpt3/20b.yaml (44 layers, hidden 6144, ffn 24576, 48 heads)"),
+        _m(name="llama2-7b", layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000, seq=4096,
+           source="Touvron et al. 2023 (arXiv:2307.09288); HF meta-llama/Llama-2-7b-hf config.json"),
+        _m(name="llama2-13b", layers=40, hidden=5120, heads=40, kv_heads=40, ffn=13824, vocab=32000, seq=4096,
+           source="HF meta-llama/Llama-2-13b-hf config.json"),
+        _m(name="llama2-70b", layers=80, hidden=8192, heads=64, kv_heads=8, ffn=28672, vocab=32000, seq=4096,
+           source="HF meta-llama/Llama-2-70b-hf config.json"),
+        _m(name="nemotron-8b", layers=32, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=256000, seq=4096, gated=False,
+           source="NeMo-Framework-Launcher conf/training/nemotron/nemotron_8b.yaml (squared-ReLU, untied, vocab 256000)"),
+        _m(name="nemotron-22b", layers=40, hidden=6144, heads=48, kv_heads=48, ffn=24576, vocab=256000, seq=4096, gated=False,
+           source="NeMo-Framework-Launcher conf/training/nemotron/nemotron_22b.yaml (40 layers, hidden 6144, ffn 24576, 48 heads, squared-ReLU, untied)"),
+        _m(name="nemotron-340b", layers=96, hidden=18432, heads=96, kv_heads=8, ffn=73728, vocab=256000, seq=4096, gated=False,
+           source="Nemotron-4 340B report (arXiv:2406.11704) Table 1: 96 layers, hidden 18432, 96 heads, 8 KV heads, vocab 256000, squared-ReLU"),
+        *(
+            _m(name=f"mpt-{tag}", layers=nl, hidden=d, heads=nh, kv_heads=nh, ffn=4 * d, vocab=50368, seq=2048, gated=False, tied_embeddings=True,
+               source=f"mosaicml/llm-foundry scripts/train/yamls/pretrain/mpt-{tag}.yaml (d_model {d}, n_heads {nh}, n_layers {nl}, expansion 4, vocab 50368, tied wte)")
+            for tag, d, nh, nl in (("1b", 2048, 16, 24), ("3b", 2560, 20, 32), ("7b", 4096, 32, 32),
+                                   ("13b", 5120, 40, 40), ("30b", 7168, 64, 48), ("70b", 8192, 64, 80))
+        ),
+    )
+}
+
+_FIELDS = {f.name: f for f in dataclasses.fields(ModelSpec)}
+_REQUIRED = [f.name for f in dataclasses.fields(ModelSpec) if f.default is dataclasses.MISSING and f.name != "name"]
+
+
+def model_from_dict(data: dict, origin: str) -> ModelSpec:
+    """Build and check a ModelSpec from plain data (one YAML document)."""
+    if not isinstance(data, dict):
+        raise FabricsimError(f"{origin}: a model file must be a mapping of fields, e.g. 'layers: 32'")
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise FabricsimError(f"{origin}: unknown field(s) {', '.join(unknown)}: allowed fields are {', '.join(_FIELDS)}")
+    missing = [k for k in _REQUIRED if k not in data]
+    if missing:
+        raise FabricsimError(f"{origin}: missing field(s) {', '.join(missing)}: add them (see the built-in models for examples)")
+    values = dict(data)
+    values.setdefault("name", Path(origin).stem)
+    for key, value in values.items():
+        kind = _FIELDS[key].type
+        if kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise FabricsimError(f"{origin}: field '{key}' must be a whole number, got {value!r}")
+            if value < 0 and key != "dense_layers":
+                raise FabricsimError(f"{origin}: field '{key}' is negative ({value}): use a value >= 0")
+        elif kind == "bool" and not isinstance(value, bool):
+            raise FabricsimError(f"{origin}: field '{key}' must be true or false, got {value!r}")
+        elif kind == "str" and not isinstance(value, str):
+            values[key] = str(value)
+    spec = ModelSpec(**values)
+    _check(spec, origin)
+    return spec
+
+
+def _check(m: ModelSpec, origin: str) -> None:
+    for key in ("layers", "hidden", "heads", "kv_heads", "vocab", "seq", "experts", "top_k"):
+        if getattr(m, key) < 1:
+            raise FabricsimError(f"{origin}: field '{key}' must be at least 1")
+    if m.heads % m.kv_heads:
+        raise FabricsimError(f"{origin}: heads ({m.heads}) must be a multiple of kv_heads ({m.kv_heads})")
+    if m.is_moe and (m.moe_ffn < 1 or m.top_k > m.experts):
+        raise FabricsimError(f"{origin}: an MoE model needs moe_ffn >= 1 and top_k <= experts ({m.experts})")
+    if m.n_dense_layers > m.layers:
+        raise FabricsimError(f"{origin}: dense_layers ({m.dense_layers}) exceeds layers ({m.layers})")
+    if not m.is_moe and m.ffn < 1:
+        raise FabricsimError(f"{origin}: a dense model needs ffn >= 1")
+
+
+def load_model(name_or_path: str) -> ModelSpec:
+    """A built-in model by name, or a YAML file with ModelSpec fields."""
+    if name_or_path.lower() in MODELS:
+        return MODELS[name_or_path.lower()]
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise FabricsimError(f"unknown model '{name_or_path}': use a built-in ({', '.join(MODELS)}) or a path to a YAML model file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise FabricsimError(f"{path}: malformed YAML{where}: {getattr(err, 'problem', err)}; fix the syntax") from None
+    return model_from_dict(data, str(path))

@@ -1,0 +1,97 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fabricsim.errors import FabricsimError
+from fabricsim.training import parallel as P
+from fabricsim.training.models import MODELS
+
+L70 = MODELS["llama3-70b"]
+HBM = 80e9
+
+
+def ok(**kw):
+    par = P.Parallelism(**kw)
+    P.validate(L70, par, par.n_gpus, 8, HBM)
+    return par
+
+
+def test_valid_megatron_layout():
+    ok(tp=4, pp=4, dp=2, cp=2, vp=5, global_batch=128)
+
+
+@pytest.mark.parametrize("kw, n, match", [
+    (dict(tp=8, pp=2, dp=2, global_batch=64), 64, "GPU count"),
+    (dict(tp=8, pp=3, dp=2, global_batch=64), 48, "layers"),
+    (dict(tp=8, pp=4, vp=3, dp=2, global_batch=64), 64, "pp\\*vp"),
+    (dict(tp=6, pp=2, dp=2, global_batch=64, allow_tp_spill=True), 24, "heads"),
+    (dict(tp=8, pp=4, dp=2, global_batch=63), 64, "global batch"),
+    (dict(tp=8, pp=4, dp=2, ep=2, global_batch=64), 64, "mixture-of-experts"),
+    (dict(tp=1, pp=1, dp=8, global_batch=8), 8, "GB over"),
+])
+def test_layout_errors(kw, n, match):
+    with pytest.raises(FabricsimError, match=match):
+        P.validate(L70, P.Parallelism(**kw), n, 8, HBM)
+
+
+def test_tp_beyond_domain_needs_spill():
+    m = MODELS["gpt3-175b"]
+    par = P.Parallelism(tp=16, pp=16, dp=1, global_batch=64)
+    with pytest.raises(FabricsimError, match="NVLink domain"):
+        P.validate(m, par, 256, 8)
+    P.validate(m, P.Parallelism(tp=16, pp=16, dp=1, global_batch=64, allow_tp_spill=True), 256, 8)
+
+
+def test_ep_rules():
+    m = MODELS["mixtral-8x7b"]
+    with pytest.raises(FabricsimError, match="divide the 8 experts"):
+        P.validate(m, P.Parallelism(tp=1, pp=1, dp=6, ep=3, global_batch=6), 6, 8)
+    with pytest.raises(FabricsimError, match="dp\\*cp"):
+        P.validate(m, P.Parallelism(tp=2, pp=1, dp=2, ep=4, global_batch=2), 4, 8)
+    P.validate(m, P.Parallelism(tp=2, pp=1, dp=8, ep=8, global_batch=8), 16, 8)
+
+
+def test_memory_error_says_by_how_much():
+    with pytest.raises(FabricsimError, match=r"needs about [\d.]+ GB.*over"):
+        P.validate(L70, P.Parallelism(tp=8, pp=1, dp=1, zero=0, global_batch=1), 8, 8, HBM)
+
+
+def test_zero_sharding_reduces_memory():
+    base = dict(tp=1, pp=1, dp=64, global_batch=64)
+    mem = [P.memory_per_gpu(MODELS["llama3-8b"], P.Parallelism(zero=z, **base)) for z in range(4)]
+    assert mem[0] > mem[1] > mem[2] > mem[3]
+
+
+def test_rank_groups_follow_megatron_order():
+    par = P.Parallelism(tp=2, cp=2, dp=2, pp=2)
+    assert P.tp_groups(par).tolist()[:2] == [[0, 1], [2, 3]]
+    assert P.cp_groups(par).tolist()[:2] == [[0, 2], [1, 3]]
+    assert P.dp_groups(par).tolist()[0] == [0, 4]
+    assert sorted(P.dp_cp_groups(par).tolist()[0]) == [0, 2, 4, 6]
+    assert P.pp_pairs(par).tolist()[:2] == [[0, 8], [1, 9]]
+    assert P.pp_pairs(P.Parallelism(tp=1, dp=1, pp=4, vp=2)).tolist() == [[0, 1], [1, 2], [2, 3], [3, 0]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(tp=st.sampled_from([1, 2, 4, 8]), cp=st.sampled_from([1, 2]), dp=st.sampled_from([1, 2, 4]),
+       pp=st.sampled_from([1, 2, 4]), ep=st.sampled_from([1, 2]))
+def test_groups_partition_ranks_and_tp_stays_in_node(tp, cp, dp, pp, ep):
+    if (dp * cp) % ep:
+        return
+    par = P.Parallelism(tp=tp, cp=cp, dp=dp, pp=pp, ep=ep)
+    n = par.n_gpus
+    for groups in (P.tp_groups(par), P.cp_groups(par), P.dp_groups(par), P.dp_cp_groups(par), P.ep_groups(par)):
+        assert np.array_equal(np.sort(groups.ravel()), np.arange(n))
+    nodes = P.tp_groups(par) // 8
+    assert (nodes == nodes[:, :1]).all()  # TP groups inside one 8-GPU node
+
+
+def test_default_layout_fits_and_prefers_small_tp():
+    small = P.default_parallelism(MODELS["llama3-8b"], 64, 8, HBM)
+    assert small.tp * small.pp == 1 or small.tp <= 2
+    big = P.default_parallelism(MODELS["gpt3-175b"], 1024, 8, HBM)
+    assert big.tp == 8 and big.pp > 1 and big.n_gpus == 1024
+    P.validate(MODELS["gpt3-175b"], big, 1024, 8, HBM)
+    with pytest.raises(FabricsimError, match="no Megatron layout"):
+        P.default_parallelism(MODELS["llama3-405b"], 8, 8, HBM)

@@ -1,0 +1,86 @@
+from dataclasses import replace
+
+import pytest
+from conftest import AlphaBeta
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fabricsim.training import parallel as P
+from fabricsim.training.models import MODELS
+from fabricsim.training.step import step_time
+
+L70 = MODELS["llama3-70b"]
+
+
+def run(par, comm=None, model=L70, gpu=None, **kw):
+    from fabricsim.hardware import get_gpu
+
+    return step_time(model, par, gpu or get_gpu("H100"), comm or AlphaBeta(), **kw)
+
+
+def test_step_composition_adds_up(comm, h100):
+    par = P.Parallelism(tp=4, pp=4, dp=2, cp=2, vp=5, global_batch=128, precision="fp8")
+    r = step_time(L70, par, h100, comm)
+    assert r.step_time == pytest.approx(r.compute + r.bubble + sum(r.exposed.values()))
+    assert r.tokens_per_s == pytest.approx(128 * L70.seq / r.step_time)
+    assert r.mfu == pytest.approx(r.tflops_per_gpu * 1e12 / h100.fp8_flops)
+    assert r.mfu_bf16 == pytest.approx(2 * r.mfu, rel=1e-3)
+    assert 0 < r.comm_fraction < 1
+    assert {"tp:all_gather", "tp:reduce_scatter", "cp:all_gather", "pp:sendrecv", "dp:reduce_scatter"} <= set(r.call_time)
+
+
+def test_all_tp_groups_go_in_one_call(comm, h100):
+    par = P.Parallelism(tp=8, pp=1, dp=4, global_batch=4, sequence_parallel=False)
+    step_time(L70, par, h100, comm)
+    tp_calls = [c for c in comm.calls if c[1].shape[1] == 8 and c[0] == "all_reduce"]
+    assert tp_calls and tp_calls[0][1].shape == (4, 8)
+
+
+@pytest.mark.parametrize("pp, m, vp", [(4, 8, 1), (4, 16, 1), (8, 32, 1), (4, 8, 2), (8, 16, 4)])
+def test_bubble_formula(pp, m, vp):
+    model = MODELS["gpt3-175b"]
+    par = P.Parallelism(tp=8, pp=pp, dp=1, vp=vp, global_batch=m)
+    r = run(par, AlphaBeta(latency=0, intra=1e30, inter=1e30), model=model)
+    assert r.bubble == pytest.approx((pp - 1) / (m * vp) * r.compute, rel=1e-6)
+
+
+def test_dp_overlap_hides_behind_backward(h100):
+    par = P.Parallelism(tp=1, pp=1, dp=64, global_batch=64 * 8, micro_batch=1, precision="bf16")
+    r = step_time(MODELS["llama3-8b"], par, h100, AlphaBeta())
+    assert r.comm_total["dp"] > 0
+    assert r.exposed["dp"] < r.comm_total["dp"]
+
+
+def test_zero3_gathers_every_micro_batch(comm, h100):
+    model = MODELS["mpt-7b"]
+    z1 = step_time(model, P.Parallelism(dp=16, zero=1, global_batch=64), h100, AlphaBeta())
+    z3 = step_time(model, P.Parallelism(dp=16, zero=3, global_batch=64), h100, AlphaBeta())
+    assert z3.comm_total["dp"] > z1.comm_total["dp"]
+
+
+def test_moe_all_to_all(h100):
+    model = MODELS["mixtral-8x7b"]
+    r = step_time(model, P.Parallelism(tp=2, pp=1, dp=8, ep=8, global_batch=64), h100, AlphaBeta())
+    assert r.comm_total["ep"] > 0 and "ep:alltoall" in r.call_time
+
+
+def test_recompute_costs_compute(h100):
+    base = P.Parallelism(tp=8, pp=1, dp=1, global_batch=8)
+    times = [run(replace(base, recompute=rc)).compute for rc in ("none", "selective", "full")]
+    assert times[0] < times[1] < times[2]
+    assert times[2] == pytest.approx(times[0] * 4 / 3)
+
+
+def test_efficiency_override_and_default_source():
+    par = P.Parallelism(tp=8, pp=1, dp=1, global_batch=8)
+    assert run(par, efficiency=0.25).compute == pytest.approx(2 * run(par, efficiency=0.5).compute)
+    assert run(par).efficiency == pytest.approx(0.4644)
+
+
+@settings(max_examples=30, deadline=None)
+@given(scale=st.floats(1.0, 8.0), tp=st.sampled_from([2, 4, 8]), pp=st.sampled_from([1, 2, 4]), zero=st.sampled_from([0, 1, 3]))
+def test_more_bandwidth_is_never_slower(scale, tp, pp, zero):
+    par = P.Parallelism(tp=tp, pp=pp, dp=64 // (tp * pp), zero=zero, global_batch=4 * (64 // (tp * pp)))
+    slow = run(par, AlphaBeta(intra=200e9, inter=25e9), model=MODELS["llama3-8b"])
+    fast = run(par, AlphaBeta(intra=200e9 * scale, inter=25e9 * scale), model=MODELS["llama3-8b"])
+    assert fast.step_time <= slow.step_time * (1 + 1e-12)
