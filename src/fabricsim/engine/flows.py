@@ -1,0 +1,271 @@
+"""Turn one step's traffic into flows on links: routed point-to-point transfers and in-network operations.
+
+A `FlowSet` is the solver's input: a COO flow->link incidence list plus per-flow wire bytes,
+multiplicity (identical parallel connections, e.g. NCCL channels between the same GPUs), rate cap,
+path latency and NCCL hop class. Identical transfers of a step are merged into one flow of higher
+multiplicity, which max-min fairness treats exactly like the separate flows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from fabricsim.engine.protocols import HOP_NET, HOP_NVLINK, HOP_PCI, ProtocolModel
+from fabricsim.errors import FabricsimError
+from fabricsim import routing
+from fabricsim.routing.model import PathKind, Routes
+from fabricsim.schedules.model import StepTraffic
+from fabricsim.topology.model import DeviceKind, Topology
+
+# NCCL hop class of each routing PathKind (tuning.cc prices NVLink, PCI and NET hops differently).
+HOP_OF_KIND = np.array([HOP_NVLINK] * 8, dtype=np.int8)
+HOP_OF_KIND[[PathKind.PCIE, PathKind.HOST]] = HOP_PCI
+HOP_OF_KIND[[PathKind.NET, PathKind.NET_HOST, PathKind.PXN]] = HOP_NET
+
+_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, eq=False)
+class FlowSet:
+    edge_flow: np.ndarray  # int64, flow of each edge
+    edge_link: np.ndarray  # int64, link of each edge
+    nbytes: np.ndarray  # float64 wire bytes per copy
+    payload: np.ndarray  # float64 payload bytes per copy
+    mult: np.ndarray  # float64 identical copies
+    rate_cap: np.ndarray  # float64 bytes/s per copy (inf: none)
+    latency: np.ndarray  # float64 s, path latency
+    hop: np.ndarray  # int8 NCCL hop class
+    src: np.ndarray  # int32 GPU rank sending (in-network flows: -1 when the source is a switch)
+    dst: np.ndarray  # int32 GPU rank receiving (-1 when the destination is a switch)
+
+    @property
+    def n_flows(self) -> int:
+        return int(self.nbytes.shape[0])
+
+    def scaled(self, factor: float) -> FlowSet:
+        """The same flows carrying `factor` times the bytes."""
+        return replace(self, nbytes=self.nbytes * factor, payload=self.payload * factor)
+
+    def link_bytes(self, n_links: int) -> np.ndarray:
+        """Wire bytes each link carries."""
+        return np.bincount(self.edge_link, weights=(self.nbytes * self.mult)[self.edge_flow], minlength=n_links)
+
+    def link_flows(self, n_links: int) -> np.ndarray:
+        """Number of flows (counting copies) crossing each link."""
+        return np.bincount(self.edge_link, weights=self.mult[self.edge_flow], minlength=n_links)
+
+
+def empty_flows() -> FlowSet:
+    i, f = np.zeros(0, np.int64), np.zeros(0)
+    return FlowSet(i, i, f, f, f, f, f, np.zeros(0, np.int8), np.zeros(0, np.int32), np.zeros(0, np.int32))
+
+
+def concat(sets: list[FlowSet]) -> FlowSet:
+    """One FlowSet holding all flows of `sets`, in order."""
+    sets = [s for s in sets if s.n_flows] or [empty_flows()]
+    offsets = np.cumsum([0] + [s.n_flows for s in sets[:-1]])
+    return FlowSet(
+        edge_flow=np.concatenate([s.edge_flow + o for s, o in zip(sets, offsets)]),
+        **{f: np.concatenate([getattr(s, f) for s in sets])
+           for f in ("edge_link", "nbytes", "payload", "mult", "rate_cap", "latency", "hop", "src", "dst")},
+    )
+
+
+def routes_for(topo: Topology, src: np.ndarray, dst: np.ndarray, pxn: bool | None, adaptive: bool) -> Routes:
+    """`route_pairs`, cached per topology by the exact pair list (a ring's steps all share one)."""
+    key = (hashlib.blake2b(src.astype(np.int32).tobytes() + b"|" + dst.astype(np.int32).tobytes(),
+                           digest_size=16).digest(), pxn, adaptive)
+    cache = _ROUTES.setdefault(topo, {})
+    if key not in cache:
+        cache[key] = routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive)
+    return cache[key]
+
+
+def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, model: ProtocolModel,
+              conns: int, pxn: bool | None, adaptive: bool) -> FlowSet:
+    """Flows of point-to-point transfers between GPU ranks, each split over `conns` parallel connections
+    and over its routed paths by their weights. Local copies (src == dst) and empty transfers are free."""
+    keep = (src != dst) & (nbytes > 0)
+    if not keep.any():
+        return empty_flows()
+    rows = np.stack([src[keep].astype(np.float64), dst[keep].astype(np.float64), nbytes[keep]], axis=1)
+    uniq, counts = np.unique(rows, axis=0, return_counts=True)
+    usrc, udst, ubytes = uniq[:, 0].astype(np.int32), uniq[:, 1].astype(np.int32), uniq[:, 2]
+    routes = routes_for(topo, usrc, udst, pxn, adaptive)
+    pair = routes.path_pair.astype(np.int64)
+    weight = routes.path_weight
+    lengths = np.diff(routes.path_ptr)
+    payload = ubytes[pair] * weight / conns
+    return FlowSet(
+        edge_flow=np.repeat(np.arange(routes.n_paths, dtype=np.int64), lengths),
+        edge_link=routes.links.astype(np.int64),
+        nbytes=payload / model.wire_efficiency,
+        payload=payload,
+        mult=(counts[pair] * conns).astype(np.float64),
+        rate_cap=model.channel_rate_cap * weight,
+        latency=routes.path_latency.astype(np.float64),
+        hop=HOP_OF_KIND[routes.path_kind],
+        src=usrc[pair],
+        dst=udst[pair],
+    )
+
+
+def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes: float, latency: float,
+                  hop: int, conns: int) -> FlowSet:
+    """One single-link flow per link of an in-network operation's tree; `ends` is the GPU rank at the link's
+    GPU side (-1 between switches)."""
+    n = links.shape[0]
+    payload = np.full(n, nbytes / conns)
+    return FlowSet(
+        edge_flow=np.arange(n, dtype=np.int64), edge_link=links.astype(np.int64), nbytes=payload, payload=payload,
+        mult=np.full(n, float(conns)), rate_cap=np.full(n, np.inf), latency=np.full(n, latency),
+        hop=np.full(n, hop, dtype=np.int8), src=np.where(is_up, ends, -1).astype(np.int32),
+        dst=np.where(is_up, -1, ends).astype(np.int32),
+    )
+
+
+def nvls_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, model: ProtocolModel,
+               conns: int) -> FlowSet:
+    """NVLink SHARP: each input's GPU->NVSwitch link and each output's NVSwitch->GPU link carry the chunk,
+    at NCCL's nvlsEfficiency (the multimem loads/stores reach less than NVLink's bulk rate)."""
+    if model.nvls_efficiency <= 0:
+        raise FabricsimError("NVLS needs Hopper or newer GPUs (NCCL nvlsEfficiency is 0 before sm_90): use a ring or tree schedule")
+    up = _nvswitch_uplink(topo)
+    ranks = np.concatenate([inputs, outputs]).astype(np.int64)
+    links = up[ranks]
+    if (links < 0).any():
+        bad = int(ranks[links < 0][0])
+        raise FabricsimError(f"GPU rank {bad} has no NVSwitch link, so NVLS cannot run on it: use a ring or tree schedule, or a topology with NVSwitch")
+    is_up = np.arange(ranks.shape[0]) < inputs.shape[0]
+    links = np.where(is_up, links, links ^ 1)
+    flows = _switch_flows(links, ranks, is_up, nbytes, 2 * float(topo.link_latency[links].max()), HOP_NVLINK, conns)
+    return replace(flows, nbytes=flows.payload / (model.wire_efficiency * model.nvls_efficiency))
+
+
+def _nvswitch_uplink(topo: Topology) -> np.ndarray:
+    """Per GPU rank, its link to the NVSwitch device of its domain (-1: none). NVSwitch chips of a domain are
+    one logical device (topology convention), so there is at most one."""
+    to_nvs = (topo.dev_kind[topo.link_src] == DeviceKind.GPU) & (topo.dev_kind[topo.link_dst] == DeviceKind.NVSWITCH)
+    by_dev = np.full(topo.n_devices, -1, dtype=np.int64)
+    lk = np.flatnonzero(to_nvs)
+    by_dev[topo.link_src[lk[::-1]]] = lk[::-1]  # lowest link index wins
+    return by_dev[topo.gpu_device]
+
+
+def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, model: ProtocolModel,
+                conns: int) -> FlowSet:
+    """InfiniBand SHARP: every input's path GPU -> NIC -> leaf and the switch tree up to the aggregation switch
+    (lowest common ancestor of the participating leaves) carry the chunk once, and the same tree back down to
+    every output. Each tree link carries the data once because switches reduce (up) and replicate (down)."""
+    if not topo.features.get("sharp"):
+        raise FabricsimError(f"topology '{topo.name}' has no SHARP-capable fabric (features['sharp'] is false): use a ring or tree schedule, or a SHARP fabric")
+    ranks = np.unique(np.concatenate([inputs, outputs])).astype(np.int32)
+    nodes = topo.gpu_node[ranks]
+    if np.unique(nodes).shape[0] < 2:
+        raise FabricsimError("a SHARP operation needs ranks on at least two nodes: use NVLS or a ring inside one node")
+    # Probe routes to a rank on another node give each GPU's own way onto the fabric (GPUDirect or host bounce).
+    probe = ranks[np.argmax(nodes != nodes[0])]
+    other = np.where(nodes == topo.gpu_node[probe], ranks[0], probe).astype(np.int32)
+    up_routes = routes_for(topo, ranks, other, None, False)
+    down_routes = routes_for(topo, other, ranks, None, False)
+    leaf_of = {}
+    up_links, down_links, up_ends, down_ends = [], [], [], []
+    lat_edge = 0.0
+    in_set, out_set = set(inputs.tolist()), set(outputs.tolist())
+    for i, r in enumerate(ranks.tolist()):
+        up = _first_path(up_routes, i)
+        cut = _index_into_leaf(topo, up)
+        leaf_of[r] = int(topo.link_dst[up[cut]])
+        down = _first_path(down_routes, i)
+        start = _index_out_of_leaf(topo, down)
+        if r in in_set:
+            up_links.append(up[: cut + 1])
+            up_ends.append(np.where(np.arange(cut + 1) == 0, r, -1))
+        if r in out_set:
+            down_links.append(down[start:])
+            down_ends.append(np.where(np.arange(down.shape[0] - start) == down.shape[0] - start - 1, r, -1))
+        lat_edge = max(lat_edge, float(topo.link_latency[up[: cut + 1]].sum() + topo.link_latency[down[start:]].sum()))
+    leaves = sorted(set(leaf_of.values()))
+    tree_up, climb = _aggregation_tree(topo, leaves)
+    tree_links = np.array(tree_up, dtype=np.int64)
+    links = np.concatenate(up_links + [tree_links] + down_links + [tree_links ^ 1]).astype(np.int64)
+    ends = np.concatenate(up_ends + [np.full(tree_links.shape[0], -1)] + down_ends + [np.full(tree_links.shape[0], -1)])
+    is_up = np.concatenate([np.ones(sum(len(x) for x in up_links) + tree_links.shape[0], bool),
+                            np.zeros(sum(len(x) for x in down_links) + tree_links.shape[0], bool)])
+    links, first = np.unique(links, return_index=True)
+    flows = _switch_flows(links, ends[first], is_up[first], nbytes, lat_edge + 2 * climb, HOP_NET, conns)
+    return replace(flows, nbytes=flows.payload / model.wire_efficiency)
+
+
+def _first_path(routes: Routes, pair: int) -> np.ndarray:
+    p = int(np.flatnonzero(routes.path_pair == pair)[0])
+    return routes.path_links(p).astype(np.int64)
+
+
+def _index_into_leaf(topo: Topology, path: np.ndarray) -> int:
+    hit = np.flatnonzero((topo.dev_kind[topo.link_dst[path]] == DeviceKind.FABRIC_SWITCH))
+    if hit.shape[0] == 0:
+        raise FabricsimError("SHARP needs the ranks' traffic to cross the fabric switches: place the ranks on nodes joined by an InfiniBand fabric")
+    return int(hit[0])
+
+
+def _index_out_of_leaf(topo: Topology, path: np.ndarray) -> int:
+    hit = np.flatnonzero((topo.dev_kind[topo.link_src[path]] == DeviceKind.FABRIC_SWITCH))
+    return int(hit[-1])
+
+
+def _aggregation_tree(topo: Topology, leaves: list[int]) -> tuple[list[int], float]:
+    """Upward links from each leaf to the aggregation switch (the lowest, then lowest-index, switch that is
+    an ancestor of every participating leaf; each leaf climbs by breadth-first search, lowest link first),
+    and the latency of the longest climb."""
+    if len(leaves) == 1:
+        return [], 0.0
+    parents = []
+    for leaf in leaves:
+        seen = {leaf: -1}
+        frontier = [leaf]
+        while frontier:
+            nxt = []
+            for d in frontier:
+                for lk in topo.links_from(d).tolist():
+                    t = int(topo.link_dst[lk])
+                    if topo.dev_kind[t] == DeviceKind.FABRIC_SWITCH and topo.dev_level[t] > topo.dev_level[d] and t not in seen:
+                        seen[t] = lk
+                        nxt.append(t)
+            frontier = nxt
+        parents.append(seen)
+    common = set(parents[0]).intersection(*parents[1:])
+    if not common:
+        raise FabricsimError("the ranks' leaf switches share no common ancestor switch, so no SHARP tree spans them: use a ring or tree schedule")
+    root = min(common, key=lambda d: (int(topo.dev_level[d]), d))
+    links, climb = set(), 0.0
+    for seen in parents:
+        d, lat = root, 0.0
+        while seen[d] != -1:
+            links.add(seen[d])
+            lat += float(topo.link_latency[seen[d]])
+            d = int(topo.link_src[seen[d]])
+        climb = max(climb, lat)
+    return sorted(links), climb
+
+
+def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, model: ProtocolModel, conns: int,
+               pxn: bool | None, adaptive: bool) -> FlowSet:
+    """All flows of one step: routed transfers plus every in-network operation's links."""
+    parts = [p2p_flows(topo, gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64), model,
+                       conns, pxn, adaptive)]
+    for kind, inputs, outputs, nbytes in st.innet:
+        if nbytes <= 0:
+            continue
+        gin, gout = gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)]
+        if kind == "nvls":
+            parts.append(nvls_flows(topo, gin, gout, float(nbytes), model, conns))
+        elif kind == "sharp":
+            parts.append(sharp_flows(topo, gin, gout, float(nbytes), model, conns))
+        else:
+            raise FabricsimError(f"unknown in-network operation '{kind}': the engine times 'nvls' and 'sharp'")
+    return concat(parts)

@@ -1,0 +1,152 @@
+"""NCCL protocol and latency constants the engine uses, each with its source, in one place.
+
+Everything here is read from NCCL v2.30.7 (`src/graph/tuning.cc`, `src/include/device.h`,
+`src/include/collectives.h`) as summarised in /work/shared/reference/nccl-model.md §1.4 and §2.1.
+Nothing is fitted to measurements. Units are converted to SI (seconds, bytes/s) on definition.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fabricsim.errors import FabricsimError
+
+US = 1e-6  # NCCL's tables are in microseconds
+GBPS = 1e9  # and GB/s (1e9 B/s)
+
+PROTOCOLS = ("ll", "ll128", "simple")  # index order of NCCL's [LL, LL128, Simple] columns
+HOP_CLASSES = ("nvlink", "pci", "net")  # NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET
+HOP_NVLINK, HOP_PCI, HOP_NET = 0, 1, 2
+
+# NCCL algorithm each fabricsim schedule algorithm is timed as. Algorithms NCCL does not have
+# (recursive doubling, Bruck, point-to-point patterns) use the Ring rows: NCCL's per-step software
+# cost for a send/recv step over that hop class.
+ALGO_FAMILY = {
+    "ring": "Ring",
+    "tree": "Tree",
+    "nvls": "NVLS",
+    "nvls_tree": "NVLSTree",
+    "collnet_direct": "CollNetDirect",
+    "collnet_chain": "CollNetChain",
+}
+
+# baseLatencies[algo][LL, LL128, Simple] in us (tuning.cc ncclTunerConstantsDefaults, v2.30.7).
+BASE_LATENCY_US = {
+    "Tree": (6.8, 14.0, 8.4),
+    "Ring": (6.6, 14.0, 8.4),
+    "CollNetDirect": (0.0, 0.0, 0.0),
+    "CollNetChain": (0.0, 0.0, 0.0),
+    "NVLS": (0.0, 0.0, 0.0),
+    "NVLSTree": (0.0, 0.0, 0.0),
+}
+
+# hwLatencies[hw][algo][LL, LL128, Simple] in us, per step (tuning.cc, v2.30.7).
+HW_LATENCY_US = {
+    "nvlink": {"Tree": (0.6, 1.25, 4.0), "Ring": (0.6, 1.9, 3.4), "CollNetDirect": (0, 0, 3.7),
+               "CollNetChain": (0, 0, 2.8), "NVLS": (0, 0, 25.0), "NVLSTree": (0, 0, 25.0)},
+    "pci": {"Tree": (1.0, 1.9, 4.0), "Ring": (1.0, 2.5, 5.7), "CollNetDirect": (0, 0, 3.7),
+            "CollNetChain": (0, 0, 2.8), "NVLS": (0, 0, 0.0), "NVLSTree": (0, 0, 0.0)},
+    "net": {"Tree": (5.0, 8.5, 14.0), "Ring": (2.7, 4.0, 14.0), "CollNetDirect": (0, 0, 31.0),
+            "CollNetChain": (0, 0, 30.0), "NVLS": (0, 0, 18.0), "NVLSTree": (0, 0, 20.9)},
+}
+
+# NCCL prices NVLS / NVLSTree / CollNet latency once per hop class crossed
+# (tuning.cc: `lat = intraLat + interLat` for NVLS), not once per step as for Ring and Tree.
+PER_STEP_LATENCY = {"Ring": True, "Tree": True, "CollNetDirect": False, "CollNetChain": False,
+                    "NVLS": False, "NVLSTree": False}
+
+# Wire efficiency: payload fraction of what crosses the wire.
+# LL: 16-byte line carries 8 B data + 8 B flags (device.h ncclLLFifoLine); Ring x0.5, Tree x1/3.8 (tuning.cc).
+# LL128: 128-byte line carries 120 B data (device.h); tuning.cc uses 0.92 for Ring, 7/9 (1 node) or 120/128 for Tree.
+# Simple: bulk copies, x1.
+WIRE_EFFICIENCY = {
+    "Ring": {"ll": 0.5, "ll128": 0.92, "simple": 1.0},
+    "Tree": {"ll": 1 / 3.8, "ll128": 120 / 128, "simple": 1.0},
+}
+TREE_LL128_ONE_NODE = 7 / 9  # tuning.cc: Tree LL128 x7/9 when nNodes == 1
+
+# nvlsEfficiency per architecture (tuning.cc, static; 0 = no NVLS before Hopper).
+NVLS_EFFICIENCY = {"Volta": 0.0, "Ampere": 0.0, "Hopper": 0.85, "Blackwell": 0.74}
+
+# Per-channel bandwidth caps in GB/s [arch][N1, N2, N4] (tuning.cc perChMax*Bws, v2.30.7).
+PER_CHANNEL_RING_LL128_GBPS = {"Volta": (20, 20, 20), "Ampere": (20, 20, 20),
+                               "Hopper": (36.7, 36.7, 36.7), "Blackwell": (40.0, 40.0, 40.0)}
+PER_CHANNEL_TREE_LL128_GBPS = {"Volta": (20, 20, 20), "Ampere": (20, 20, 20),
+                               "Hopper": (36.7, 36.7, 29.0), "Blackwell": (55.6, 31.67, 20.0)}
+PER_CHANNEL_TREE_GBPS = {"Volta": (26.5, 18.5, 10.0), "Ampere": (24.0, 23.6, 17.8),
+                         "Hopper": (38.7, 41.4, 36.0), "Blackwell": (70.0, 42.8, 24.0)}
+# llMaxBws [row][N1, N2, N4] GB/s, cap on LL bus bandwidth. Row = arch on one node; on several nodes
+# row 0 (Intel CPUs; row 1 is AMD / mixed vendors) -- tuning.cc. fabricsim assumes Intel hosts.
+LL_MAX_GBPS_ONE_NODE = {"Volta": 39.0, "Ampere": 87.7, "Hopper": 141.0, "Blackwell": 282.0}
+LL_MAX_GBPS_MULTI_NODE = (39.0, 39.0, 20.4)  # row 0: N1 (unused), N2, N4
+
+# Pipelining slice: payload one channel moves per pipeline step (device.h / collectives.h).
+NCCL_STEPS = 8
+SIMPLE_BUFFSIZE = 1 << 22  # DEFAULT_BUFFSIZE, 4 MiB
+SIMPLE_SLICE_STEPS = {"all_reduce": 2, "all_gather": 2, "reduce_scatter": 2}  # NCCL_STEPS/4; Bcast/Reduce 1
+LL_STEP_WIRE_BYTES = 8 * 512 * 16  # NCCL_LL_LINES_PER_THREAD x NCCL_LL_MAX_NTHREADS x sizeof(ncclLLFifoLine)
+LL128_STEP_WIRE_BYTES = 120 * 640 * 8  # NCCL_LL128_ELEMS_PER_THREAD x NCCL_LL128_MAX_NTHREADS x 8 B
+
+
+@dataclass(frozen=True)
+class ProtocolModel:
+    """Everything the engine needs about one (algorithm family, protocol, arch, node count)."""
+
+    family: str
+    protocol: str
+    wire_efficiency: float  # payload / wire bytes
+    base_latency: float  # s, once per collective
+    hop_latency: tuple[float, float, float]  # s per step for nvlink, pci, net hops
+    per_step_latency: bool  # False: hop latencies count once per hop class crossed
+    channel_rate_cap: float  # bytes/s per channel connection (inf: none)
+    nvls_efficiency: float
+    slice_bytes: float  # payload bytes per pipeline slice
+
+
+def _column(n_nodes: int) -> int:
+    """NCCL's N1/N2/N4 column: `nNodes <= 2 ? nNodes-1 : 2`."""
+    return min(max(n_nodes, 1), 3) - 1
+
+
+def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, channels: int, collective: str) -> ProtocolModel:
+    """The constants for timing `algorithm` with `protocol` on `arch` GPUs spread over `n_nodes` NVLink domains."""
+    if protocol not in PROTOCOLS:
+        raise FabricsimError(f"unknown protocol '{protocol}': use one of {', '.join(PROTOCOLS)}")
+    family = ALGO_FAMILY.get(algorithm, "Ring")
+    p = PROTOCOLS.index(protocol)
+    if family not in WIRE_EFFICIENCY and protocol != "simple":
+        raise FabricsimError(
+            f"NCCL implements {algorithm} only with the simple protocol (LL/LL128 exist for ring and tree): use protocol='simple'"
+        )
+    col = _column(n_nodes)
+    wire = WIRE_EFFICIENCY.get(family, {"simple": 1.0})[protocol]
+    if family == "Tree" and protocol == "ll128" and n_nodes == 1:
+        wire = TREE_LL128_ONE_NODE
+    cap = math.inf
+    if family == "Ring" and protocol == "ll128":
+        cap = PER_CHANNEL_RING_LL128_GBPS[arch][col] * GBPS
+    elif family == "Tree" and protocol == "ll128":
+        cap = PER_CHANNEL_TREE_LL128_GBPS[arch][col] * GBPS
+    elif family == "Tree" and collective == "all_reduce":
+        cap = PER_CHANNEL_TREE_GBPS[arch][col] * GBPS
+    if protocol == "ll":
+        ll_max = LL_MAX_GBPS_ONE_NODE[arch] if n_nodes == 1 else LL_MAX_GBPS_MULTI_NODE[col]
+        cap = min(cap, ll_max * GBPS / channels)
+    if protocol == "simple":
+        slice_bytes = SIMPLE_BUFFSIZE / NCCL_STEPS * SIMPLE_SLICE_STEPS.get(collective, 1)
+    elif protocol == "ll":
+        slice_bytes = LL_STEP_WIRE_BYTES * 0.5
+    else:
+        slice_bytes = LL128_STEP_WIRE_BYTES * 120 / 128
+    return ProtocolModel(
+        family=family,
+        protocol=protocol,
+        wire_efficiency=wire,
+        base_latency=BASE_LATENCY_US[family][p] * US,
+        hop_latency=tuple(HW_LATENCY_US[h][family][p] * US for h in HOP_CLASSES),
+        per_step_latency=PER_STEP_LATENCY[family],
+        channel_rate_cap=cap,
+        nvls_efficiency=NVLS_EFFICIENCY[arch],
+        slice_bytes=slice_bytes,
+    )

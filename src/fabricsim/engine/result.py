@@ -1,0 +1,96 @@
+"""What a simulation returns: time, nccl-tests bandwidths, per-link load, bottlenecks and a timeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fabricsim.topology.model import Topology
+
+# nccl-tests bus-bandwidth factor per collective (src/<coll>.cu *GetBw, nccl-tests 2.19.6).
+BUSBW_FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """A link that limits the collective, and why."""
+
+    link: int
+    name: str
+    tech: str
+    capacity: float  # bytes/s physical
+    efficiency: float  # achievable fraction (catalog)
+    effective_capacity: float  # bytes/s: capacity x efficiency
+    flows: int  # most flows (channel connections) sharing it in one step
+    busy_time: float  # s: wire bytes / effective capacity
+    utilisation: float  # wire bytes / (capacity x collective time)
+
+
+@dataclass(frozen=True, eq=False)
+class Timeline:
+    """Steps laid out in time (repetitions expanded) and, for small cases, every flow.
+
+    Steps: `step_start`, `step_end` (s), `step_pattern` (index of the distinct traffic pattern).
+    Flows (None when there are too many to list): per flow `flow_step`, `flow_src`, `flow_dst` (GPU rank; -1 is a
+    switch of an in-network operation), `flow_links` (its path's links), `flow_start`, `flow_end` (s).
+    """
+
+    step_start: np.ndarray
+    step_end: np.ndarray
+    step_pattern: np.ndarray
+    flow_step: np.ndarray | None = None
+    flow_src: np.ndarray | None = None
+    flow_dst: np.ndarray | None = None
+    flow_links: tuple[np.ndarray, ...] | None = None
+    flow_start: np.ndarray | None = None
+    flow_end: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Result:
+    """One collective timed on one fabric.
+
+    `time` splits into `latency_time` (NCCL base and per-step software latency, wire and switch hops) and
+    `bandwidth_time` (data on the bottleneck links, pipelined over slices). `algbw`/`busbw` follow nccl-tests.
+    `link_bytes`/`link_util` are per link of `topo` (wire bytes, fraction of physical capacity over `time`).
+    `level` says which model produced the number ('flow' or 'analytical').
+    """
+
+    collective: str
+    algorithm: str
+    protocol: str
+    nranks: int
+    nbytes: int
+    level: str
+    time: float
+    latency_time: float
+    bandwidth_time: float
+    algbw: float
+    busbw: float
+    bound: str  # 'latency-bound' | 'bandwidth-bound'
+    bottlenecks: tuple[Bottleneck, ...]  # the first few of the tied bottleneck links
+    bottleneck_count: int  # how many links tie as the bottleneck
+    link_bytes: np.ndarray
+    link_util: np.ndarray
+    timeline: Timeline
+    slices: int  # pipeline slices per channel (NCCL slice size)
+    slowdown: float  # bandwidth-time factor from sharing the fabric with other jobs (1: alone)
+    topo: Topology
+
+    def summary(self) -> dict:
+        """Plain numbers for reports."""
+        return {
+            "collective": self.collective, "algorithm": self.algorithm, "protocol": self.protocol,
+            "nranks": self.nranks, "nbytes": self.nbytes, "level": self.level, "time_s": self.time,
+            "algbw_Bps": self.algbw, "busbw_Bps": self.busbw, "bound": self.bound,
+            "bottleneck": self.bottlenecks[0].name if self.bottlenecks else None,
+        }

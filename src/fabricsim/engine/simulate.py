@@ -1,0 +1,333 @@
+"""Time a collective schedule on a fabric, alone or with other jobs, at flow level or analytically.
+
+Model (both levels share it; they differ only in how a set of flows drains):
+- every step's transfers become flows on their routed paths (`flows.step_flows`); identical steps
+  (a ring's 2(n-1) steps) are one traffic pattern, timed once;
+- a pattern's bandwidth time t is how long its flows take to drain: flow level = max-min fair sharing
+  of each link's capacity x efficiency, re-solved whenever a flow finishes (`maxmin.drain`);
+  analytical = max over links of wire bytes / effective capacity (and over flows of bytes / rate cap);
+- NCCL pipelines each channel's data in slices (protocols.slice_bytes), so the schedule runs as a
+  pipeline of P slices: time = latency + sum_k t_k / P + (1 - 1/P) * B, where B is the drain time of
+  all steps' traffic together (the steady state in which every step works on a different slice).
+  For a ring every step loads the same links, B = sum_k t_k, giving nsteps x latency + bytes / bandwidth;
+  for a chain or tree, B is one link's share, not the store-and-forward sum;
+- latency = NCCL base latency + per-step software latency of the step's hop class (tuning.cc hwLat)
+  + wire/switch latency of the paths. A ring's chunks rotate through every position, so its per-step
+  latency is the mean over the step's hops; other schedules wait for their slowest hop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from fabricsim.engine.fabric import effective_capacity, link_efficiency, nccl_arch
+from fabricsim.engine.flows import FlowSet, concat, empty_flows, p2p_flows, step_flows
+from fabricsim.engine.maxmin import drain
+from fabricsim.engine.protocols import ProtocolModel, protocol_model
+from fabricsim.engine.result import BUSBW_FACTOR, Bottleneck, Result, Timeline
+from fabricsim.errors import FabricsimError
+from fabricsim.schedules.model import Schedule, StepTraffic
+from fabricsim.schedules import traffic as schedule_traffic
+from fabricsim.topology.model import Topology
+
+LEVELS = ("flow", "analytical")
+FLOW_TIMELINE_LIMIT = 20_000  # flows (repetitions expanded) listed individually in the timeline
+MAX_BOTTLENECKS = 8  # tied bottleneck links listed by name (all are counted)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One collective in a concurrent simulation."""
+
+    schedule: Schedule
+    nbytes: int
+    ranks: Sequence[int] | np.ndarray | None = None
+    elem_size: int = 4
+    protocol: str = "simple"
+    channels: int | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    """A job's traffic turned into flows: distinct patterns, their order and repeats, latencies."""
+
+    collective: str
+    algorithm: str
+    nranks: int
+    nbytes: int
+    protocol: str
+    patterns: list[FlowSet]
+    order: np.ndarray  # pattern of each schedule step
+    repeats: np.ndarray  # repetitions of each schedule step
+    pattern_latency: np.ndarray  # s per execution of each pattern
+    once_latency: float  # s, once per collective
+    union: FlowSet  # every step's flows together, bytes x repetitions
+    slices: int
+
+
+def _check_ranks(topo: Topology, nranks: int, ranks) -> np.ndarray:
+    if nranks > topo.n_gpus:
+        raise FabricsimError(f"the schedule has {nranks} ranks but topology '{topo.name}' has {topo.n_gpus} GPUs: "
+                             "use fewer ranks or a larger cluster")
+    if ranks is None:
+        return np.arange(nranks, dtype=np.int32)
+    arr = np.asarray(ranks)
+    if arr.ndim != 1 or arr.shape[0] != nranks or not np.issubdtype(arr.dtype, np.integer):
+        raise FabricsimError(f"ranks must list {nranks} integer GPU ranks, one per schedule rank: got {arr.shape[0] if arr.ndim == 1 else arr.shape}")
+    if arr.min() < 0 or arr.max() >= topo.n_gpus:
+        raise FabricsimError(f"ranks must be GPU ranks 0..{topo.n_gpus - 1} of topology '{topo.name}': got {int(arr.min())}..{int(arr.max())}")
+    if np.unique(arr).shape[0] != nranks:
+        raise FabricsimError("ranks lists a GPU twice: give each schedule rank its own GPU")
+    return arr.astype(np.int32)
+
+
+def _check_nbytes(nbytes) -> int:
+    if not isinstance(nbytes, (int, np.integer, float)) or nbytes < 0 or nbytes != int(nbytes):
+        raise FabricsimError(f"invalid size {nbytes!r}: give a whole, non-negative number of bytes")
+    return int(nbytes)
+
+
+def _background(topo: Topology, background, model: ProtocolModel) -> FlowSet:
+    """Persistent flows between GPU ranks (src, dst) that never finish: competing traffic on the fabric."""
+    if background is None:
+        return empty_flows()
+    src, dst = (np.asarray(a, dtype=np.int64) for a in background)
+    if src.shape != dst.shape or (src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_gpus)):
+        raise FabricsimError(f"background must be (src, dst) arrays of equal length with GPU ranks 0..{topo.n_gpus - 1}")
+    neutral = replace(model, wire_efficiency=1.0, channel_rate_cap=math.inf)
+    return p2p_flows(topo, src.astype(np.int32), dst.astype(np.int32), np.ones(src.shape[0]), neutral, 1, None, False)
+
+
+def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int, nbytes: int,
+          gpu_ranks: np.ndarray, protocol: str, channels: int, connections: int, pxn, adaptive: bool) -> tuple[_Plan, ProtocolModel]:
+    n_nodes = int(np.unique(topo.gpu_domain[gpu_ranks]).shape[0])
+    model = protocol_model(algorithm, protocol, nccl_arch(topo, gpu_ranks), n_nodes, channels, collective)
+    index: dict[bytes, int] = {}
+    patterns: list[FlowSet] = []
+    order, repeats = [], []
+    for st in steps:
+        key = _pattern_key(st)
+        if key not in index:
+            index[key] = len(patterns)
+            patterns.append(step_flows(topo, st, gpu_ranks, model, connections, pxn, adaptive))
+        order.append(index[key])
+        repeats.append(int(st.repeat))
+    order_a, rep_a = np.array(order, dtype=np.int64), np.array(repeats, dtype=np.int64)
+    total = np.bincount(order_a, weights=rep_a, minlength=len(patterns))
+    hw = np.array(model.hop_latency)
+    lat = np.zeros(len(patterns))
+    classes: set[int] = set()
+    for i, fs in enumerate(patterns):
+        if fs.n_flows == 0:
+            continue
+        per_flow = fs.latency + (hw[fs.hop] if model.per_step_latency else 0.0)
+        lat[i] = float(np.average(per_flow, weights=fs.payload * fs.mult)) if algorithm == "ring" else float(per_flow.max())
+        classes.update(np.unique(fs.hop).tolist())
+    once = model.base_latency + (0.0 if model.per_step_latency else float(sum(hw[c] for c in classes)))
+    union = concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)])
+    biggest = max((float(fs.payload.max()) for fs in patterns if fs.n_flows), default=0.0)
+    slices = max(1, math.ceil(biggest / model.slice_bytes))
+    plan = _Plan(collective, algorithm, nranks, nbytes, protocol, patterns, order_a, rep_a, lat, once, union, slices)
+    return plan, model
+
+
+def _pattern_key(st: StepTraffic) -> bytes:
+    """Identity of a step's traffic: same transfers and in-network ops give the same flows."""
+    parts = [np.asarray(st.src, np.int64).tobytes(), np.asarray(st.dst, np.int64).tobytes(),
+             np.asarray(st.nbytes, np.float64).tobytes()]
+    for kind, inputs, outputs, nb in st.innet:
+        parts += [kind.encode(), np.asarray(inputs, np.int64).tobytes(), b"/", np.asarray(outputs, np.int64).tobytes(),
+                  np.float64(nb).tobytes()]
+    return b"|".join(parts)
+
+
+def _finish_times(topo: Topology, sets: list[FlowSet], level: str, bg: FlowSet) -> list[np.ndarray]:
+    """Finish time of every flow of every set when all sets run at once (with background traffic)."""
+    cap = effective_capacity(topo)
+    allf = concat(sets + [bg])
+    n = allf.n_flows - bg.n_flows
+    if n == 0:
+        return [np.zeros(0) for _ in sets]
+    if level == "flow":
+        persistent = np.arange(allf.n_flows) >= n
+        finish = drain(allf.edge_flow, allf.edge_link, allf.nbytes, cap, allf.mult, allf.rate_cap, persistent)[:n]
+    else:
+        jobs = concat(sets)
+        share = cap.copy()
+        if bg.n_flows:
+            m, k = jobs.link_flows(topo.n_links), bg.link_flows(topo.n_links)
+            share = np.where(m > 0, cap * m / np.maximum(m + k, 1e-300), cap)
+        link_time = jobs.link_bytes(topo.n_links) / share
+        finish = np.zeros(n)
+        np.maximum.at(finish, jobs.edge_flow, link_time[jobs.edge_link])
+        finish = np.maximum(finish, jobs.nbytes / jobs.rate_cap)
+    bounds = np.cumsum([0] + [s.n_flows for s in sets])
+    return [finish[bounds[i]:bounds[i + 1]] for i in range(len(sets))]
+
+
+def _pattern_times(topo: Topology, plan: _Plan, level: str, bg: FlowSet) -> tuple[list[np.ndarray], np.ndarray]:
+    finishes = [_finish_times(topo, [fs], level, bg)[0] for fs in plan.patterns]
+    return finishes, np.array([f.max(initial=0.0) for f in finishes])
+
+
+def _result(topo: Topology, plan: _Plan, level: str, finishes: list[np.ndarray], t: np.ndarray, steady: float,
+            slowdown: float) -> Result:
+    """Assemble times, bandwidths, link loads, bottlenecks and the timeline."""
+    p = plan.slices
+    t_sum = float(np.sum(t[plan.order] * plan.repeats))
+    bandwidth_time = slowdown * (t_sum / p + (1 - 1 / p) * steady)
+    latency_time = plan.once_latency + float(np.sum(plan.pattern_latency[plan.order] * plan.repeats))
+    time = latency_time + bandwidth_time
+    link_bytes = plan.union.link_bytes(topo.n_links)
+    link_util = link_bytes / (topo.link_capacity * time) if time > 0 else np.zeros(topo.n_links)
+    size = plan.nbytes
+    algbw = size / time if time > 0 else 0.0
+    busbw = algbw * BUSBW_FACTOR[plan.collective](plan.nranks) if plan.collective in BUSBW_FACTOR else algbw
+    bottlenecks, count = _bottlenecks(topo, plan, link_bytes, link_util)
+    return Result(
+        collective=plan.collective, algorithm=plan.algorithm, protocol=plan.protocol, nranks=plan.nranks, nbytes=size,
+        level=level, time=time, latency_time=latency_time, bandwidth_time=bandwidth_time, algbw=algbw, busbw=busbw,
+        bound="latency-bound" if latency_time >= bandwidth_time else "bandwidth-bound",
+        bottlenecks=bottlenecks, bottleneck_count=count, link_bytes=link_bytes, link_util=link_util,
+        timeline=_timeline(plan, finishes, t, t_sum, steady, slowdown), slices=p, slowdown=slowdown, topo=topo,
+    )
+
+
+def _bottlenecks(topo: Topology, plan: _Plan, link_bytes: np.ndarray, link_util: np.ndarray) -> tuple[tuple[Bottleneck, ...], int]:
+    """Links with the longest busy time (wire bytes / effective capacity), ties included."""
+    busy = link_bytes / effective_capacity(topo)
+    top = float(busy.max(initial=0.0))
+    if top <= 0:
+        return (), 0
+    tied = np.flatnonzero(busy >= top * (1 - 1e-6))
+    shown = tied[:MAX_BOTTLENECKS]
+    sharing = np.zeros(shown.shape[0])
+    for fs in plan.patterns:
+        sharing = np.maximum(sharing, fs.link_flows(topo.n_links)[shown])
+    eff = link_efficiency(topo)
+    cap = effective_capacity(topo)
+    return tuple(
+        Bottleneck(link=int(lk), name=topo.link_name(int(lk)), tech=topo.techs[int(topo.link_tech[lk])],
+                   capacity=float(topo.link_capacity[lk]), efficiency=float(eff[lk]), effective_capacity=float(cap[lk]),
+                   flows=int(round(sharing[i])), busy_time=float(busy[lk]), utilisation=float(link_util[lk]))
+        for i, lk in enumerate(shown)
+    ), int(tied.shape[0])
+
+
+def _timeline(plan: _Plan, finishes: list[np.ndarray], t: np.ndarray, t_sum: float, steady: float,
+              slowdown: float) -> Timeline:
+    """Expanded steps, each given its share of the pipelined time, and (small cases) flows within them."""
+    p = plan.slices
+    pat = np.repeat(plan.order, plan.repeats)
+    share = t[pat] / t_sum if t_sum > 0 else np.zeros(pat.shape[0])
+    bw = slowdown * (t[pat] / p + (1 - 1 / p) * steady * share)
+    dur = plan.pattern_latency[pat] + bw
+    end = plan.once_latency + np.cumsum(dur)
+    start = end - dur
+    n_flows = int(sum(plan.patterns[k].n_flows for k in pat.tolist())) if pat.shape[0] <= FLOW_TIMELINE_LIMIT else FLOW_TIMELINE_LIMIT + 1
+    if n_flows > FLOW_TIMELINE_LIMIT:
+        return Timeline(start, end, pat)
+    steps, src, dst, links, f_start, f_end = [], [], [], [], [], []
+    for i, k in enumerate(pat.tolist()):
+        fs = plan.patterns[k]
+        if fs.n_flows == 0:
+            continue
+        frac = finishes[k] / t[k] if t[k] > 0 else np.ones(fs.n_flows)
+        steps.append(np.full(fs.n_flows, i))
+        src.append(fs.src)
+        dst.append(fs.dst)
+        order = np.argsort(fs.edge_flow, kind="stable")
+        links.extend(np.split(fs.edge_link[order], np.cumsum(np.bincount(fs.edge_flow, minlength=fs.n_flows))[:-1]))
+        f_start.append(np.full(fs.n_flows, start[i]))
+        f_end.append(start[i] + plan.pattern_latency[k] + bw[i] * frac)
+    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
+    return Timeline(start, end, pat, cat(steps, np.int64), cat(src, np.int32), cat(dst, np.int32), tuple(links),
+                    cat(f_start, np.float64), cat(f_end, np.float64))
+
+
+def _check_level(level: str) -> None:
+    if level not in LEVELS:
+        raise FabricsimError(f"unknown level '{level}': use 'flow' or 'analytical'")
+
+
+def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int,
+                 nbytes: int, ranks=None, protocol: str = "simple", channels: int = 1, connections: int = 1,
+                 level: str = "flow", pxn: bool | None = None, adaptive: bool = False, background=None) -> Result:
+    """Time explicit step traffic (what `schedules.traffic` returns) on `topo`.
+
+    `channels`: NCCL channels the collective uses (per-channel bandwidth caps); `connections`: parallel
+    connections carrying each transfer; `background`: (src, dst) GPU ranks of never-ending competing flows.
+    """
+    _check_level(level)
+    if collective not in BUSBW_FACTOR:
+        raise FabricsimError(f"unknown collective '{collective}': use one of {', '.join(BUSBW_FACTOR)}")
+    nbytes = _check_nbytes(nbytes)
+    gpu_ranks = _check_ranks(topo, nranks, ranks)
+    plan, model = _plan(topo, steps, collective=collective, algorithm=algorithm, nranks=nranks, nbytes=nbytes,
+                        gpu_ranks=gpu_ranks, protocol=protocol, channels=channels, connections=connections,
+                        pxn=pxn, adaptive=adaptive)
+    bg = _background(topo, background, model)
+    finishes, t = _pattern_times(topo, plan, level, bg)
+    t_sum = float(np.sum(t[plan.order] * plan.repeats))
+    steady = float(_finish_times(topo, [plan.union], level, bg)[0].max(initial=0.0)) if plan.slices > 1 else t_sum
+    return _result(topo, plan, level, finishes, t, steady, 1.0)
+
+
+def _job_args(topo: Topology, job: Job) -> dict:
+    sched = job.schedule
+    channels = sched.channels if job.channels is None else int(job.channels)
+    if channels < 1 or channels % max(sched.channels, 1):
+        raise FabricsimError(f"channels={job.channels} must be a positive multiple of the schedule's {sched.channels} channels")
+    if not isinstance(job.elem_size, (int, np.integer)) or job.elem_size <= 0:
+        raise FabricsimError(f"elem_size={job.elem_size!r} must be a positive number of bytes per element")
+    nbytes = _check_nbytes(job.nbytes)
+    _check_ranks(topo, sched.nranks, job.ranks)
+    steps = schedule_traffic(sched, nbytes, job.elem_size)
+    return dict(steps=steps, collective=sched.collective, algorithm=sched.algorithm, nranks=sched.nranks, nbytes=nbytes,
+                ranks=job.ranks, protocol=job.protocol, channels=channels, connections=channels // max(sched.channels, 1))
+
+
+def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int = 4, protocol: str = "simple",
+             channels: int | None = None, level: str = "flow", ranks=None, pxn: bool | None = None,
+             adaptive: bool = False, background=None) -> Result:
+    """Time `schedule` moving `nbytes` (nccl-tests' size) on `topo`; schedule rank i runs on GPU `ranks[i]`."""
+    _check_level(level)
+    args = _job_args(topo, Job(schedule, nbytes, ranks, elem_size, protocol, channels))
+    return time_traffic(topo, args.pop("steps"), **args, level=level, pxn=pxn, adaptive=adaptive, background=background)
+
+
+def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: str = "flow", pxn: bool | None = None,
+                        adaptive: bool = False, background=None) -> list[Result]:
+    """Time several collectives running at once on one fabric; they contend on shared links.
+
+    Each job's pipelined bandwidth phase is drained together with every other job's (flows re-share links as
+    jobs finish); its bandwidth time is its solo time scaled by (drain time together / drain time alone).
+    Jobs are `Job`s or tuples (schedule, nbytes, ranks, ...) in `Job`'s field order.
+    """
+    _check_level(level)
+    jobs = [j if isinstance(j, Job) else Job(*j) for j in jobs]
+    plans = []
+    bg = empty_flows()
+    for i, job in enumerate(jobs):
+        args = _job_args(topo, job)
+        gpu_ranks = _check_ranks(topo, job.schedule.nranks, job.ranks)
+        plan, model = _plan(topo, args.pop("steps"), collective=args["collective"], algorithm=args["algorithm"],
+                            nranks=args["nranks"], nbytes=args["nbytes"], gpu_ranks=gpu_ranks, protocol=args["protocol"],
+                            channels=args["channels"], connections=args["connections"], pxn=pxn, adaptive=adaptive)
+        if i == 0:
+            bg = _background(topo, background, model)
+        plans.append(plan)
+    together = _finish_times(topo, [p.union for p in plans], level, bg)
+    results = []
+    for plan, fin in zip(plans, together):
+        finishes, t = _pattern_times(topo, plan, level, bg)
+        alone = float(_finish_times(topo, [plan.union], level, bg)[0].max(initial=0.0))
+        shared = float(fin.max(initial=0.0))
+        t_sum = float(np.sum(t[plan.order] * plan.repeats))
+        steady = alone if plan.slices > 1 else t_sum
+        results.append(_result(topo, plan, level, finishes, t, steady, shared / alone if alone > 0 else 1.0))
+    return results

@@ -1,0 +1,75 @@
+"""The rate solver: max-min fairness by progressive filling, and event-driven draining."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fabricsim.engine import drain, maxmin_rates
+
+
+def test_classic_two_level_example():
+    # link 0 cap 1 shared by f0, f1; link 1 cap 2 shared by f1, f2 -> f0 = f1 = 0.5, f2 = 1.5
+    rates = maxmin_rates(np.array([0, 1, 1, 2]), np.array([0, 0, 1, 1]), 3, np.array([1.0, 2.0]))
+    assert np.allclose(rates, [0.5, 0.5, 1.5])
+
+
+def test_multiplicity_counts_as_copies_and_rate_cap_binds():
+    # flow 0 stands for 3 copies; flow 1 single: link cap 4 -> each copy gets 1
+    assert np.allclose(maxmin_rates(np.array([0, 1]), np.array([0, 0]), 2, np.array([4.0]), mult=np.array([3.0, 1.0])), [1, 1])
+    # a capped flow leaves the rest to the other
+    rates = maxmin_rates(np.array([0, 1]), np.array([0, 0]), 2, np.array([4.0]), rate_cap=np.array([0.5, np.inf]))
+    assert np.allclose(rates, [0.5, 3.5])
+
+
+def test_drain_refills_when_a_flow_finishes():
+    # two flows on one link of 1 B/s with 1 and 3 bytes: both at 0.5 until t=2, then the second at 1 -> t=4
+    finish = drain(np.array([0, 1]), np.array([0, 0]), np.array([1.0, 3.0]), np.array([1.0]))
+    assert np.allclose(finish, [2.0, 4.0])
+
+
+def test_drain_with_persistent_background_flow():
+    finish = drain(np.array([0, 1]), np.array([0, 0]), np.array([2.0, 1.0]), np.array([2.0]),
+                   persistent=np.array([False, True]))
+    assert np.isclose(finish[0], 2.0) and np.isinf(finish[1])
+
+
+@st.composite
+def flow_sets(draw):
+    n_links = draw(st.integers(1, 6))
+    n_flows = draw(st.integers(1, 8))
+    edges = []
+    for f in range(n_flows):
+        links = draw(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=n_links, unique=True))
+        edges += [(f, lk) for lk in links]
+    cap = np.array(draw(st.lists(st.floats(0.5, 100), min_size=n_links, max_size=n_links)))
+    nbytes = np.array(draw(st.lists(st.floats(1, 1000), min_size=n_flows, max_size=n_flows)))
+    e = np.array(edges)
+    return e[:, 0], e[:, 1], n_flows, cap, nbytes
+
+
+@settings(max_examples=150, deadline=None)
+@given(flow_sets())
+def test_maxmin_is_feasible_and_every_flow_has_a_bottleneck(case):
+    ef, el, n, cap, _ = case
+    rates = maxmin_rates(ef, el, n, cap)
+    load = np.bincount(el, weights=rates[ef], minlength=cap.shape[0])
+    assert (load <= cap * (1 + 1e-9)).all()  # no link over capacity
+    saturated = load >= cap * (1 - 1e-9)
+    for f in range(n):  # max-min: each flow crosses a saturated link where no flow is faster
+        mine = el[ef == f]
+        assert any(saturated[lk] and rates[f] >= rates[ef[el == lk]].max() * (1 - 1e-9) for lk in mine)
+
+
+@settings(max_examples=100, deadline=None)
+@given(flow_sets())
+def test_drain_delivers_every_byte_within_capacity(case):
+    ef, el, n, cap, nbytes = case
+    finish = drain(ef, el, nbytes, cap)
+    assert (finish > 0).all()
+    # no link can deliver its bytes faster than at full capacity
+    link_bytes = np.bincount(el, weights=nbytes[ef], minlength=cap.shape[0])
+    assert finish.max() >= (link_bytes / cap).max() * (1 - 1e-9)
+    # and the makespan never exceeds running the flows one after another at their worst link
+    assert finish.max() <= sum(nbytes[f] / cap[el[ef == f]].min() for f in range(n)) * (1 + 1e-9)
+    again = drain(ef, el, nbytes, cap)
+    assert np.array_equal(finish, again)  # deterministic
