@@ -144,7 +144,7 @@ def _build(topo: Topology) -> Tables:
         parent_link=parent_link,
         depth=depth,
         root=root,
-        max_depth=int(depth.max()) if depth.size else 0,
+        max_depth=max(int(depth.max()), 0) if depth.size else 0,  # -1 depths: no host tree (no CPU)
         up_ptr=up_ptr,
         up_links=up_l.astype(np.int32),
         nic_leaf=nic_leaf,
