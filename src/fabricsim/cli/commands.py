@@ -6,5 +6,6 @@ from fabricsim.cli.perf import perf
 from fabricsim.cli.topo import topo
 from fabricsim.cli.train import train
 from fabricsim.cli.validate import validate
+from fabricsim.cli.verify import verify
 
-ALL: list = [perf, topo, train, validate]
+ALL: list = [perf, topo, train, validate, verify]

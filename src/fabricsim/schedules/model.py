@@ -13,12 +13,18 @@ Transfer arrays (length m, one entry per point-to-point transfer):
   src_chunk          int64  chunk read on `src` (repetition 0)
   dst_chunk          int64  chunk written on `dst` (repetition 0)
   op                 int8   Op.COPY (dst = src) or Op.REDUCE (dst = dst (+) src)
+  span               int64  optional: the transfer moves chunks chunk .. chunk+span-1 (None: 1)
 
 In-network operations (NVLS inside an NVSwitch, SHARP inside InfiniBand switches):
   kind      'nvls' | 'sharp'
   inputs    ranks whose chunk is reduced inside the switch (one rank: plain multicast)
   outputs   ranks that receive the result (multicast)
   chunk     chunk index (repetition 0), same index read and written
+
+Where a chunk lives in a rank's buffer is a `ChunkMap` (see `fabricsim.schedules.layout`):
+chunk numbers are logical (a ring channel's chunks are numbered in ring order), the map
+turns them into element ranges; a piece of -1 is an empty placeholder chunk that lets a
+pipeline's fill and drain steps share one repeated `Step`.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ class Step:
 
     In repetition k a chunk index c maps to `period * (c // period) + (c % period + k * stride) % period`:
     the chunk moves by `stride` inside its block of `period` chunks (a ring channel's block).
+    A transfer with a span moves chunks chunks_at(c, k) .. chunks_at(c, k) + span - 1.
     """
 
     src: np.ndarray
@@ -60,6 +67,7 @@ class Step:
     repeat: int = 1
     stride: int = 0
     period: int = 1
+    span: np.ndarray | None = None  # int64 chunks moved per transfer (None: one each)
 
     def chunks_at(self, chunks: np.ndarray, k: int) -> np.ndarray:
         """Chunk indices of repetition k."""
@@ -74,6 +82,19 @@ class Step:
 
 
 @dataclass(frozen=True, eq=False)
+class ChunkMap:
+    """Chunk -> buffer piece. A rank's buffer is `nregions` regions of `count` elements each
+    (0: data or send, 1: receive, 2..: scratch), every region cut by nested `np.array_split`
+    into `prod(split)` pieces (row-major). Chunk c is piece `piece[c]` of region `region[c]`;
+    piece -1 is empty. None arrays mean region 0 and piece c."""
+
+    split: tuple[int, ...]
+    nregions: int = 1
+    region: np.ndarray | None = None  # int16 per chunk
+    piece: np.ndarray | None = None  # int64 per chunk
+
+
+@dataclass(frozen=True, eq=False)
 class Schedule:
     """A collective algorithm's complete schedule for `nranks` ranks."""
 
@@ -85,11 +106,44 @@ class Schedule:
     root: int | None = None
     channels: int = 1
     meta: dict = field(default_factory=dict)
+    chunkmap: ChunkMap | None = None  # None: one region split into nchunks pieces
 
     @property
     def n_steps(self) -> int:
         """Steps counted with their repetitions."""
         return sum(s.repeat for s in self.steps)
+
+    @property
+    def nbytes_held(self) -> int:
+        """Bytes held by the schedule's numpy arrays (what compactness is measured by)."""
+        arrays = [a for s in self.steps for a in (s.src, s.dst, s.src_chunk, s.dst_chunk, s.op, s.span) if a is not None]
+        seen = {id(a): a for s in self.steps for o in s.innet for a in (o.inputs, o.outputs)}
+        arrays += list(seen.values())
+        if self.chunkmap is not None:
+            arrays += [a for a in (self.chunkmap.region, self.chunkmap.piece) if a is not None]
+        return int(sum(a.nbytes for a in arrays))
+
+
+def make_step(src, dst, src_chunk, dst_chunk, op, *, span=None, innet=(), repeat=1, stride=0, period=1) -> Step:
+    """A Step from array-likes with the model's dtypes; scalars broadcast to every transfer."""
+    src = np.asarray(src, dtype=np.int32).ravel()
+    m = src.shape[0]
+
+    def col(x, dtype):
+        return np.broadcast_to(np.asarray(x, dtype=dtype).ravel() if np.ndim(x) else np.asarray(x, dtype=dtype), (m,)).copy()
+
+    return Step(
+        src=src,
+        dst=col(dst, np.int32),
+        src_chunk=col(src_chunk, np.int64),
+        dst_chunk=col(dst_chunk, np.int64),
+        op=col(op, np.int8),
+        innet=tuple(innet),
+        repeat=int(repeat),
+        stride=int(stride),
+        period=int(period),
+        span=None if span is None else col(span, np.int64),
+    )
 
 
 @dataclass(frozen=True, eq=False)

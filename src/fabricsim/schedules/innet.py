@@ -1,0 +1,111 @@
+"""Algorithms that reduce inside switches: NVLS (NVLink SHARP, in the NVSwitch) and CollNet
+(IB SHARP, in the InfiniBand switches), after NCCL's all_reduce.h / transport/nvls.cc."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabricsim.schedules.model import ChunkMap, InNetworkOp, Op, Schedule, make_step
+from fabricsim.schedules.pipeline import forest_pieces, pipelined_forest
+from fabricsim.schedules.structure import Structure
+from fabricsim.schedules.trees import dtree_parents, node_depth
+
+_NONE = np.zeros(0, dtype=np.int32)
+
+
+def _ranks(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.int32).ravel()
+
+
+def _innet_step(ops: list[InNetworkOp]):
+    return make_step(_NONE, _NONE, _NONE, _NONE, Op.COPY, innet=ops)
+
+
+def nvls(collective: str, n: int) -> Schedule:
+    """Inside one NVLink domain; rank i is head for chunk i (1/n of the data).
+    AllReduce: the switch reduces chunk i from every rank and multicasts the result to all
+    (multimem.ld_reduce + multimem.st). ReduceScatter: ld_reduce to the owner only.
+    AllGather: each owner's multicast store to all."""
+    everyone = _ranks(np.arange(n))
+    if collective == "all_reduce":
+        ops = [InNetworkOp("nvls", everyone, everyone, i) for i in range(n)]
+    elif collective == "reduce_scatter":
+        ops = [InNetworkOp("nvls", everyone, _ranks([i]), i) for i in range(n)]
+    else:
+        ops = [InNetworkOp("nvls", _ranks([i]), everyone, i, Op.COPY) for i in range(n)]
+    return Schedule(collective, "nvls", n, n, (_innet_step(ops),))
+
+
+def nvls_tree(s: Structure, pipeline: int) -> Schedule:
+    """NVLS inside each domain + double binary tree across domains (AllReduce).
+    Local rank i heads part i: ld_reduce of part i to it inside the domain, tree allreduce of
+    part i among the local-i ranks of all domains (half on each tree, pipelined), multicast
+    of part i back to the domain."""
+    ppn, nn = s.ranks_per_node, s.nnodes
+    nch = 2 * ppn  # channel = (part i, tree h)
+    trees = dtree_parents(nn)
+    depths = [node_depth(t) for t in trees]
+    x = np.arange(nn)
+    child, parent, depth, chan = [], [], [], []
+    for i in range(ppn):
+        for h in (0, 1):
+            has = trees[h] >= 0
+            child.append(x[has] * ppn + i)
+            parent.append(trees[h][has] * ppn + i)
+            depth.append(depths[h][has])
+            chan.append(np.full(int(has.sum()), 2 * i + h))
+    cat = np.concatenate
+    tsteps, M = pipelined_forest(cat(child), cat(parent), cat(depth), cat(chan), pipeline, up=True, down=True)
+    domain = [_ranks(np.arange(d * ppn, (d + 1) * ppn)) for d in range(nn)]
+    gather, scatter = [], []
+    for ch in range(nch):
+        for j in range(pipeline):
+            c = ch * M + j
+            for d in range(nn):
+                head = _ranks([d * ppn + ch // 2])
+                gather.append(InNetworkOp("nvls", domain[d], head, c))
+                scatter.append(InNetworkOp("nvls", head, domain[d], c, Op.COPY))
+    return Schedule(
+        "all_reduce", "nvls_tree", s.nranks, nch * M, (_innet_step(gather), *tsteps, _innet_step(scatter)),
+        channels=nch, meta={"pipeline": pipeline, "ranks_per_node": ppn},
+        chunkmap=ChunkMap(split=(nch, pipeline), piece=forest_pieces(nch, M, pipeline)),
+    )
+
+
+COLLNET_MAX_HEADS = 8  # NCCL_MAX_DIRECT_ARITY 7 + self (src/include/device.h)
+
+
+def collnet_direct(s: Structure) -> Schedule:
+    """Every rank scatters part h to local head h (h < min(ppn, 8)) over NVLink, reducing;
+    SHARP reduces part h across the heads h of all nodes and returns it to them; heads then
+    send the result back to every local rank."""
+    ppn, nn = s.ranks_per_node, s.nnodes
+    nh = min(ppn, COLLNET_MAX_HEADS)
+    r = np.arange(s.nranks)
+    node, local = np.repeat(r // ppn, nh), np.repeat(r % ppn, nh)
+    h = np.tile(np.arange(nh), s.nranks)
+    keep = local != h
+    member, head, part = (node * ppn + local)[keep], (node * ppn + h)[keep], h[keep]
+    ops = [InNetworkOp("sharp", _ranks(np.arange(nn) * ppn + k), _ranks(np.arange(nn) * ppn + k), k) for k in range(nh)]
+    steps = [_innet_step(ops)]
+    if member.size:
+        steps = [make_step(member, head, part, part, Op.REDUCE), *steps, make_step(head, member, part, part, Op.COPY)]
+    return Schedule("all_reduce", "collnet_direct", s.nranks, nh, tuple(steps), meta={"heads": nh})
+
+
+def collnet_chain(s: Structure, pipeline: int) -> Schedule:
+    """Chain reduce up to each node's first rank, SHARP across those heads, chain broadcast
+    back down; pipelined over `pipeline` chunks."""
+    ppn = s.ranks_per_node
+    r = np.arange(s.nranks, dtype=np.int64)
+    local = r % ppn
+    has = local > 0
+    heads = _ranks(r[local == 0])
+    steps, M = pipelined_forest(
+        r[has], r[has] - 1, local[has], np.zeros(int(has.sum()), dtype=np.int64), pipeline,
+        up=True, down=True, innet=[(0, heads)], kind="sharp",
+    )
+    return Schedule(
+        "all_reduce", "collnet_chain", s.nranks, M, steps, meta={"pipeline": pipeline},
+        chunkmap=ChunkMap(split=(pipeline,), piece=forest_pieces(1, M, pipeline)),
+    )

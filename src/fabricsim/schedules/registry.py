@@ -1,0 +1,133 @@
+"""Which algorithms exist for which collective, what each needs, and the cached builder."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from fabricsim.errors import FabricsimError
+from fabricsim.schedules import alltoall, hierarchical, innet, logstep, ring, trees
+from fabricsim.schedules.layout import COLLECTIVES
+from fabricsim.schedules.model import Schedule
+from fabricsim.schedules.structure import Structure, flat
+
+ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "all_reduce": ("ring", "tree", "rabenseifner", "recursive_doubling", "hierarchical", "nvls", "nvls_tree",
+                   "collnet_direct", "collnet_chain"),
+    "reduce_scatter": ("ring", "bruck", "pat", "nvls"),
+    "all_gather": ("ring", "recursive_doubling", "bruck", "pat", "nvls"),
+    "broadcast": ("ring",),
+    "reduce": ("ring",),
+    "alltoall": ("direct", "pairwise", "pxn"),
+    "sendrecv": ("direct",),
+}
+
+_OTHER_HINT = {
+    "tree": "tree implements all_reduce only (NCCL's double binary tree)",
+    "rabenseifner": "rabenseifner implements all_reduce only",
+    "hierarchical": "hierarchical implements all_reduce only",
+    "nvls_tree": "nvls_tree implements all_reduce only",
+    "collnet_direct": "collnet_direct implements all_reduce only",
+    "collnet_chain": "collnet_chain implements all_reduce only",
+    "bruck": "bruck implements all_gather and reduce_scatter, not all_reduce (use rabenseifner or recursive_doubling)",
+    "pat": "pat implements all_gather and reduce_scatter, not all_reduce (use rabenseifner or ring)",
+}
+
+
+def _need(ok: bool, message: str) -> None:
+    if not ok:
+        raise FabricsimError(message)
+
+
+def check(collective: str, algorithm: str, s: Structure) -> None:
+    """Raise FabricsimError naming what is missing when `algorithm` cannot run `collective` on `s`."""
+    if collective not in ALGORITHMS:
+        raise FabricsimError(f"unknown collective '{collective}': use one of {', '.join(COLLECTIVES)}")
+    known = ALGORITHMS[collective]
+    if algorithm not in known:
+        why = _OTHER_HINT.get(algorithm, f"unknown algorithm '{algorithm}' for {collective}")
+        raise FabricsimError(f"{why}; algorithms for {collective}: {', '.join(known)}")
+    n, rpn, nodes = s.nranks, s.ranks_per_node, s.nnodes
+    shape = f"{n} ranks, {rpn} per node"
+    if algorithm in ("hierarchical", "nvls_tree", "collnet_direct", "collnet_chain", "pxn"):
+        _need(s.uniform, f"{algorithm} needs equal nodes but {shape} does not divide evenly: pick ranks_per_node dividing {n}")
+    if algorithm in ("hierarchical", "nvls_tree", "pxn"):
+        _need(nodes >= 2, f"{algorithm} needs at least two nodes but {shape} is one node: use "
+              + ("nvls or ring" if algorithm != "pxn" else "direct"))
+    if algorithm in ("nvls", "nvls_tree"):
+        _need(s.has_nvswitch, f"{algorithm} needs NVSwitch (NVLink SHARP / NVLS) and the structure has none: "
+              "use ring or tree, or a structure with has_nvswitch=True")
+    if algorithm == "nvls":
+        _need(nodes == 1, f"nvls reduces inside one NVLink domain but {shape} spans {nodes} nodes: "
+              "use nvls_tree or collnet_direct (all_reduce) or ring")
+    if algorithm in ("collnet_direct", "collnet_chain"):
+        _need(s.has_sharp, f"{algorithm} needs IB SHARP in the network and the structure has none: "
+              "use ring, tree or hierarchical, or a structure with has_sharp=True")
+
+
+def applicable(collective: str, structure: Structure) -> list[str]:
+    """Algorithms that can run `collective` on `structure`, in ALGORITHMS order."""
+    if collective not in ALGORITHMS:
+        raise FabricsimError(f"unknown collective '{collective}': use one of {', '.join(COLLECTIVES)}")
+    out = []
+    for algorithm in ALGORITHMS[collective]:
+        try:
+            check(collective, algorithm, structure)
+        except FabricsimError:
+            continue
+        out.append(algorithm)
+    return out
+
+
+@lru_cache(maxsize=256)
+def build_schedule(
+    collective: str,
+    algorithm: str,
+    nranks: int,
+    *,
+    structure: Structure | None = None,
+    root: int = 0,
+    channels: int = 1,
+    pipeline: int = 1,
+) -> Schedule:
+    """The schedule of `algorithm` for `collective` over `nranks` ranks (cached by arguments).
+    `structure` defaults to one rank per node without in-network reduction; `channels` applies
+    to ring (k rings) and tree (rounded up to even); `pipeline` cuts ring, chain and tree
+    algorithms into that many sequential (ring) or pipelined (trees, chains) chunks."""
+    if nranks < 1:
+        raise FabricsimError(f"a collective needs at least one rank, got nranks={nranks}")
+    if channels < 1 or pipeline < 1:
+        raise FabricsimError(f"channels and pipeline must be at least 1, got channels={channels}, pipeline={pipeline}")
+    s = structure if structure is not None else flat(nranks)
+    if s.nranks != nranks:
+        raise FabricsimError(f"the structure describes {s.nranks} ranks but nranks={nranks}: build it for {nranks}")
+    check(collective, algorithm, s)
+    if collective in ("broadcast", "reduce"):
+        _need(0 <= root < nranks, f"root {root} is outside ranks 0..{nranks - 1}: pick a root among the ranks")
+        return ring.chain(collective, nranks, root, channels, pipeline)
+    if algorithm == "ring":
+        return ring.ring(collective, nranks, channels, pipeline)
+    if algorithm == "tree":
+        return trees.tree(s, channels, pipeline)
+    if algorithm == "rabenseifner":
+        return logstep.rabenseifner(nranks)
+    if algorithm == "recursive_doubling":
+        return logstep.recursive_doubling(collective, nranks)
+    if algorithm == "bruck":
+        return logstep.bruck(collective, nranks)
+    if algorithm == "pat":
+        return logstep.pat(collective, nranks)
+    if algorithm == "hierarchical":
+        return hierarchical.hierarchical(s)
+    if algorithm == "nvls":
+        return innet.nvls(collective, nranks)
+    if algorithm == "nvls_tree":
+        return innet.nvls_tree(s, pipeline)
+    if algorithm == "collnet_direct":
+        return innet.collnet_direct(s)
+    if algorithm == "collnet_chain":
+        return innet.collnet_chain(s, pipeline)
+    if collective == "sendrecv":
+        return alltoall.sendrecv(nranks)
+    if algorithm == "pxn":
+        return alltoall.pxn(s)
+    return alltoall.direct(nranks) if algorithm == "direct" else alltoall.pairwise(nranks)

@@ -1,0 +1,118 @@
+"""Bytes on the wire, derived from the schedule itself (never from closed-form formulas).
+
+`traffic` gives the engine one StepTraffic per Step (repeats kept compact; when chunk sizes
+vary across repetitions the per-transfer bytes are the largest it moves in any repetition).
+`rank_traffic` sums exact bytes per rank over every repetition.
+"""
+
+from __future__ import annotations
+
+from math import gcd
+
+import numpy as np
+
+from fabricsim.errors import FabricsimError
+from fabricsim.schedules import layout
+from fabricsim.schedules.model import Schedule, Step, StepTraffic
+
+_LOOP_LIMIT = 1 << 22  # transfers x repetitions walked one repetition at a time; beyond, use window sums
+
+
+def chunk_bytes(schedule: Schedule, nbytes: int, elem_size: int) -> np.ndarray:
+    """Bytes of every chunk for a message of `nbytes` (nccl-tests size convention, see layout)."""
+    if elem_size < 1 or nbytes < 0:
+        raise FabricsimError(f"need nbytes >= 0 and elem_size >= 1, got nbytes={nbytes}, elem_size={elem_size}")
+    if nbytes % elem_size:
+        raise FabricsimError(f"{nbytes} bytes is not a whole number of {elem_size}-byte elements: round the size")
+    start, stop = layout.chunk_bounds(schedule, nbytes // elem_size)
+    return (stop - start).astype(np.float64) * elem_size
+
+
+def _span_bytes(cs: np.ndarray, chunks: np.ndarray, span: np.ndarray | None) -> np.ndarray:
+    """Bytes of chunks c .. c+span-1, from the prefix sum `cs` of chunk bytes."""
+    end = chunks + (1 if span is None else span)
+    return cs[np.minimum(end, cs.size - 1)] - cs[chunks]
+
+
+def _windows(step: Step, cs: np.ndarray, chunks: np.ndarray, span: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(sum, max) over repetitions per transfer without walking them, when the repetitions visit
+    a contiguous run of one residue class of the chunk's block (stride = +-gcd(stride, period))."""
+    p, s, R = step.period, step.stride, step.repeat
+    g = gcd(abs(s), p)
+    if abs(s) != g or (span is not None and np.unique(span).size > 1):
+        return None
+    L = p // g
+    nblocks = -(-int(cs.size - 1) // p)
+    valid = np.arange(nblocks * p) < cs.size - 1
+    w = np.zeros(nblocks * p)
+    w[valid] = _span_bytes(cs, np.flatnonzero(valid), None if span is None else span[:1])
+    w = w.reshape(nblocks, L, g).transpose(0, 2, 1)  # [block, residue, u]
+    doubled = np.concatenate([w, w], axis=2)
+    pre = np.concatenate([np.zeros((nblocks, g, 1)), np.cumsum(doubled, axis=2)], axis=2)
+    b, q = chunks // p, chunks % p
+    rho, u = q % g, q // g
+    first = u if s > 0 else (u - (R - 1)) % L  # the window runs forward from `first`
+    full, rest = divmod(R, L)
+    total = pre[b, rho, L] * full + pre[b, rho, first + rest] - pre[b, rho, first]
+    return total, w.max(axis=2)[b, rho]
+
+
+def _per_transfer(step: Step, cs: np.ndarray, chunks: np.ndarray, span: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes summed over repetitions, largest bytes in one repetition) per transfer."""
+    if step.repeat == 1 or step.stride == 0:
+        b = _span_bytes(cs, chunks, span)
+        return b * step.repeat, b
+    if step.repeat * chunks.size > _LOOP_LIMIT:
+        fast = _windows(step, cs, chunks, span)
+        if fast is not None:
+            return fast
+    total = np.zeros(chunks.size)
+    peak = np.zeros(chunks.size)
+    for k in range(step.repeat):
+        b = _span_bytes(cs, step.chunks_at(chunks, k), span)
+        total += b
+        np.maximum(peak, b, out=peak)
+    return total, peak
+
+
+def _prefix(schedule: Schedule, nbytes: int, elem_size: int) -> np.ndarray:
+    return np.concatenate([[0.0], np.cumsum(chunk_bytes(schedule, nbytes, elem_size))])
+
+
+def traffic(schedule: Schedule, nbytes: int, elem_size: int) -> list[StepTraffic]:
+    """One StepTraffic per Step for a message of `nbytes` bytes of `elem_size`-byte elements."""
+    cs = _prefix(schedule, nbytes, elem_size)
+    out = []
+    for step in schedule.steps:
+        _, peak = _per_transfer(step, cs, step.src_chunk, step.span)
+        innet = []
+        for o in step.innet:
+            _, b = _per_transfer(step, cs, np.array([o.chunk]), None)
+            innet.append((o.kind, o.inputs, o.outputs, float(b[0])))
+        out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=peak, innet=tuple(innet), repeat=step.repeat))
+    return out
+
+
+def rank_traffic(schedule: Schedule, nbytes: int, elem_size: int) -> dict:
+    """Exact bytes per rank over the whole schedule: point-to-point `sent` / `received` (local
+    copies excluded), in-network `innet_sent` / `innet_received` (into / out of switches), `steps`."""
+    n = schedule.nranks
+    cs = _prefix(schedule, nbytes, elem_size)
+    sent, received = np.zeros(n), np.zeros(n)
+    innet_sent, innet_received = np.zeros(n), np.zeros(n)
+    for step in schedule.steps:
+        total, _ = _per_transfer(step, cs, step.src_chunk, step.span)
+        remote = step.src != step.dst
+        sent += np.bincount(step.src[remote], weights=total[remote], minlength=n)
+        received += np.bincount(step.dst[remote], weights=total[remote], minlength=n)
+        for o in step.innet:
+            t, _ = _per_transfer(step, cs, np.array([o.chunk]), None)
+            np.add.at(innet_sent, o.inputs, t[0])
+            np.add.at(innet_received, o.outputs, t[0])
+    return {
+        "sent": sent,
+        "received": received,
+        "innet_sent": innet_sent,
+        "innet_received": innet_received,
+        "steps": schedule.n_steps,
+    }

@@ -1,0 +1,83 @@
+"""NCCL's double binary tree AllReduce (src/graph/trees.cc, connect.cc).
+
+Across nodes: tree 0 is ncclGetBtree over node indices; tree 1 mirrors it (node x ->
+nNodes-1-x) when nNodes is even, or shifts it by one when odd (ncclGetDtree). Inside a node
+the ranks form a chain hanging below the node's first rank (NCCL_TOPO_PATTERN_TREE: the
+first local rank links to the parent and children nodes). Even channels use tree 0, odd
+channels tree 1, so with an even channel count each tree carries half the data. Each channel
+reduces up and broadcasts down, pipelined over `pipeline` chunks (ncclPatternTreeUpDown).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabricsim.schedules.model import ChunkMap, Schedule
+from fabricsim.schedules.pipeline import forest_pieces, pipelined_forest
+from fabricsim.schedules.structure import Structure
+
+
+def btree_parent(nranks: int) -> np.ndarray:
+    """Parent of every rank in ncclGetBtree (-1 for the root, rank 0)."""
+    r = np.arange(nranks, dtype=np.int64)
+    bit = r & -r  # lowest set bit
+    up = (r ^ bit) | (bit << 1)
+    up = np.where(up >= nranks, r ^ bit, up)
+    up[0] = -1
+    return up
+
+
+def dtree_parents(nnodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Parents of the two complementary trees of ncclGetDtree."""
+    t0 = btree_parent(nnodes)
+    x = np.arange(nnodes)
+    if nnodes % 2 == 1:  # shift by one
+        p = t0[(x - 1) % nnodes]
+        t1 = np.where(p < 0, -1, (p + 1) % nnodes)
+    else:  # mirror
+        p = t0[nnodes - 1 - x]
+        t1 = np.where(p < 0, -1, nnodes - 1 - p)
+    return t0, t1
+
+
+def node_depth(parent: np.ndarray) -> np.ndarray:
+    """Depth of every node of a tree given by parents (root depth 0)."""
+    depth = np.zeros(parent.size, dtype=np.int64)
+    cur = parent.copy()
+    while np.any(cur >= 0):
+        depth += cur >= 0
+        cur = np.where(cur >= 0, parent[np.maximum(cur, 0)], -1)
+    return depth
+
+
+def rank_tree(structure: Structure, node_parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(child, parent, child depth) edges of the rank tree: node tree among first local ranks,
+    chain inside each node."""
+    n, rpn = structure.nranks, structure.ranks_per_node
+    r = np.arange(n, dtype=np.int64)
+    node, local = r // rpn, r % rpn
+    ndepth = node_depth(node_parent)
+    parent = np.where(local > 0, r - 1, np.where(node_parent[node] >= 0, node_parent[node] * rpn, -1))
+    depth = ndepth[node] + local
+    has = parent >= 0
+    return r[has], parent[has], depth[has]
+
+
+def tree(structure: Structure, channels: int, pipeline: int) -> Schedule:
+    """Double-binary-tree AllReduce; `channels` is rounded up to even (both trees, half each)."""
+    nch = channels + channels % 2
+    trees = dtree_parents(structure.nnodes)
+    edges = [rank_tree(structure, trees[ch % 2]) for ch in range(nch)]
+    child, parent, depth = (np.concatenate([e[i] for e in edges]) for i in range(3))
+    chan = np.concatenate([np.full(e[0].size, ch) for ch, e in enumerate(edges)])
+    steps, M = pipelined_forest(child, parent, depth, chan, pipeline, up=True, down=True)
+    return Schedule(
+        collective="all_reduce",
+        algorithm="tree",
+        nranks=structure.nranks,
+        nchunks=nch * M,
+        steps=steps,
+        channels=nch,
+        meta={"pipeline": pipeline, "ranks_per_node": structure.ranks_per_node, "depth": int(depth.max(initial=0))},
+        chunkmap=ChunkMap(split=(nch, pipeline), piece=forest_pieces(nch, M, pipeline)),
+    )

@@ -1,0 +1,89 @@
+"""Traffic derived from schedules against theory."""
+
+import numpy as np
+import pytest
+
+import importlib
+
+from fabricsim.schedules import Structure, build_schedule, rank_traffic, traffic
+
+traffic_mod = importlib.import_module("fabricsim.schedules.traffic")  # the module, not the function
+
+S = 1 << 20  # bytes, divisible by every rank count below times 4-byte elements
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16, 64])
+@pytest.mark.parametrize("channels", [1, 2])
+def test_ring_allreduce_sends_2_n_minus_1_over_n(n, channels):
+    t = rank_traffic(build_schedule("all_reduce", "ring", n, channels=channels), S, 4)
+    np.testing.assert_allclose(t["sent"], 2 * (n - 1) / n * S)
+    np.testing.assert_allclose(t["received"], 2 * (n - 1) / n * S)
+    assert t["steps"] == 2 * (n - 1)
+
+
+@pytest.mark.parametrize("nodes,ppn", [(2, 8), (4, 4), (8, 1)])
+@pytest.mark.parametrize("algo", ["collnet_direct", "collnet_chain"])
+def test_sharp_allreduce_moves_S_up_and_down_per_node(algo, nodes, ppn):
+    n = nodes * ppn
+    t = rank_traffic(build_schedule("all_reduce", algo, n, structure=Structure(n, ppn, True, True)), S, 4)
+    per_node_up = t["innet_sent"].reshape(nodes, ppn).sum(axis=1)
+    per_node_down = t["innet_received"].reshape(nodes, ppn).sum(axis=1)
+    np.testing.assert_allclose(per_node_up, S)
+    np.testing.assert_allclose(per_node_down, S)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_nvls_allreduce_sends_and_receives_S_per_gpu(n):
+    t = rank_traffic(build_schedule("all_reduce", "nvls", n, structure=Structure(n, n, True)), S, 4)
+    np.testing.assert_allclose(t["innet_sent"], S)
+    np.testing.assert_allclose(t["innet_received"], S)
+    assert not t["sent"].any()
+
+
+@pytest.mark.parametrize("algo", ["direct", "pairwise", "pxn"])
+def test_alltoall_sends_n_minus_1_over_n(algo):
+    n = 16
+    t = rank_traffic(build_schedule("alltoall", algo, n, structure=Structure(n, 4)), S, 4)
+    if algo == "pxn":  # relayed blocks cross NVLink first, then the network: only the final hops are distinct
+        assert t["sent"].sum() > (n - 1) / n * S * n
+    else:
+        np.testing.assert_allclose(t["sent"], (n - 1) / n * S)
+
+
+def test_step_traffic_is_compact_and_matches_totals():
+    sched = build_schedule("all_reduce", "ring", 8)
+    steps = traffic(sched, S, 4)
+    assert len(steps) == 2 and steps[0].repeat == 7
+    total = sum(float((st.nbytes * st.repeat).sum()) for st in steps)
+    assert total == pytest.approx(rank_traffic(sched, S, 4)["sent"].sum())
+
+
+def test_uneven_chunks_fold_to_the_largest():
+    sched = build_schedule("all_reduce", "ring", 3)
+    st = traffic(sched, 4 * 10, 4)[0]  # 10 elements in chunks 4, 3, 3
+    assert st.nbytes.max() == 16.0
+
+
+@pytest.mark.parametrize("algo,kwargs", [("ring", {"channels": 2}), ("tree", {"pipeline": 3}), ("hierarchical", {})])
+def test_window_sums_equal_walking_every_repetition(monkeypatch, algo, kwargs):
+    sched = build_schedule("all_reduce", algo, 48, structure=Structure(48, 8), **kwargs)
+    walked = rank_traffic(sched, 4 * 1001, 4)
+    monkeypatch.setattr(traffic_mod, "_LOOP_LIMIT", 0)
+    fast = rank_traffic(sched, 4 * 1001, 4)
+    np.testing.assert_allclose(fast["sent"], walked["sent"])
+    np.testing.assert_allclose(fast["received"], walked["received"])
+
+
+def test_schedule_memory_grows_linearly_with_ranks():
+    s1, s2 = Structure(1024, 8), Structure(8192, 8)
+    for algo in ("ring", "hierarchical", "tree"):
+        small = build_schedule("all_reduce", algo, 1024, structure=s1).nbytes_held
+        large = build_schedule("all_reduce", algo, 8192, structure=s2).nbytes_held
+        assert large / small < 8 * 1.1
+
+
+def test_nbytes_must_be_whole_elements():
+    from fabricsim.errors import FabricsimError
+
+    with pytest.raises(FabricsimError, match="whole number"):
+        traffic(build_schedule("all_reduce", "ring", 4), 10, 4)
