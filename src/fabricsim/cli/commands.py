@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from fabricsim.cli.compare import compare
 from fabricsim.cli.perf import perf
 from fabricsim.cli.topo import topo
 from fabricsim.cli.train import train
 from fabricsim.cli.validate import validate
 from fabricsim.cli.verify import verify
 
-ALL: list = [perf, topo, train, validate, verify]
+ALL: list = [compare, perf, topo, train, validate, verify]
