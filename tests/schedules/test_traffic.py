@@ -34,9 +34,21 @@ def test_sharp_allreduce_moves_S_up_and_down_per_node(algo, nodes, ppn):
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_nvls_allreduce_sends_and_receives_S_per_gpu(n):
-    t = rank_traffic(build_schedule("all_reduce", "nvls", n, structure=Structure(n, n, True)), S, 4)
-    np.testing.assert_allclose(t["innet_sent"], S)
-    np.testing.assert_allclose(t["innet_received"], S)
+    """Every GPU contributes S to the switch reductions and receives S of multicast results; on
+    top, as head of 1/n of the data it gets its reduced chunk back (S/n) and multicasts it (S/n)."""
+    sched = build_schedule("all_reduce", "nvls", n, structure=Structure(n, n, True))
+    reduce_step, multicast_step = traffic(sched, S, 4)
+    contributed = np.zeros(n)
+    for _, inputs, _, b in reduce_step.innet:
+        contributed[inputs] += b
+    delivered = np.zeros(n)
+    for _, _, outputs, b in multicast_step.innet:
+        delivered[outputs] += b
+    np.testing.assert_allclose(contributed, S)
+    np.testing.assert_allclose(delivered, S)
+    t = rank_traffic(sched, S, 4)
+    np.testing.assert_allclose(t["innet_sent"], S + S / n)
+    np.testing.assert_allclose(t["innet_received"], S + S / n)
     assert not t["sent"].any()
 
 
@@ -58,10 +70,19 @@ def test_step_traffic_is_compact_and_matches_totals():
     assert total == pytest.approx(rank_traffic(sched, S, 4)["sent"].sum())
 
 
-def test_uneven_chunks_fold_to_the_largest():
+def test_uneven_chunks_fold_to_the_mean_per_repetition():
     sched = build_schedule("all_reduce", "ring", 3)
-    st = traffic(sched, 4 * 10, 4)[0]  # 10 elements in chunks 4, 3, 3
-    assert st.nbytes.max() == 16.0
+    st = traffic(sched, 4 * 10, 4)[0]  # 10 elements in chunks 4, 3, 3; each transfer visits 2 of them
+    assert st.repeat == 2
+    assert float((st.nbytes * st.repeat).sum()) == pytest.approx(rank_traffic(sched, 4 * 10, 4)["sent"].sum() / 2)
+    assert set(np.round(st.nbytes * 2).astype(int)) <= {12 + 16, 12 + 12, 16 + 12}
+
+
+def test_pipelined_tree_fill_and_drain_carry_no_bytes():
+    """Each edge of a pipelined chain moves the message once, not once per repetition."""
+    sched = build_schedule("broadcast", "ring", 4, root=0)
+    total = sum(float((st.nbytes * st.repeat).sum()) for st in traffic(sched, S, 4))
+    assert total == pytest.approx(3 * S)
 
 
 @pytest.mark.parametrize("algo,kwargs", [("ring", {"channels": 2}), ("tree", {"pipeline": 3}), ("hierarchical", {})])

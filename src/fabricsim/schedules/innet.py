@@ -23,13 +23,16 @@ def _innet_step(ops: list[InNetworkOp]):
 
 def nvls(collective: str, n: int) -> Schedule:
     """Inside one NVLink domain; rank i is head for chunk i (1/n of the data).
-    AllReduce: the switch reduces chunk i from every rank and multicasts the result to all
-    (multimem.ld_reduce + multimem.st). ReduceScatter: ld_reduce to the owner only.
-    AllGather: each owner's multicast store to all."""
+    AllReduce: head i's multimem.ld_reduce pulls chunk i from every rank through the switch and
+    gets the sum back, then its multimem.st multicasts the sum to all (NCCL all_reduce.h runNvls;
+    maintainer, nccl#828): two steps, so each GPU moves S + S/n each way. ReduceScatter: ld_reduce
+    to the owner only. AllGather: each owner's multicast store to all."""
     everyone = _ranks(np.arange(n))
     if collective == "all_reduce":
-        ops = [InNetworkOp("nvls", everyone, everyone, i) for i in range(n)]
-    elif collective == "reduce_scatter":
+        reduce = [InNetworkOp("nvls", everyone, _ranks([i]), i) for i in range(n)]
+        bcast = [InNetworkOp("nvls", _ranks([i]), everyone, i, Op.COPY) for i in range(n)]
+        return Schedule(collective, "nvls", n, n, (_innet_step(reduce), _innet_step(bcast)))
+    if collective == "reduce_scatter":
         ops = [InNetworkOp("nvls", everyone, _ranks([i]), i) for i in range(n)]
     else:
         ops = [InNetworkOp("nvls", _ranks([i]), everyone, i, Op.COPY) for i in range(n)]

@@ -105,7 +105,7 @@ def build_schedule(
         _need(0 <= root < nranks, f"root {root} is outside ranks 0..{nranks - 1}: pick a root among the ranks")
         return ring.chain(collective, nranks, root, channels, pipeline)
     if algorithm == "ring":
-        return ring.ring(collective, nranks, channels, pipeline)
+        return ring.ring(collective, nranks, channels, pipeline, s.ranks_per_node)
     if algorithm == "tree":
         return trees.tree(s, channels, pipeline)
     if algorithm == "rabenseifner":

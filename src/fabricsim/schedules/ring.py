@@ -16,15 +16,25 @@ from fabricsim.schedules.model import ChunkMap, Op, Schedule, make_step
 from fabricsim.schedules.pipeline import forest_pieces, pipelined_forest
 
 
-def ring_order(n: int, channel: int) -> np.ndarray:
-    """Ring order (position -> rank) of a channel: even channels ascend, odd channels descend."""
+def ring_order(n: int, channel: int, ranks_per_node: int = 1) -> np.ndarray:
+    """Ring order (position -> rank) of a channel.
+
+    One node: even channels ascend, odd channels descend. Several nodes of `ranks_per_node`
+    ranks: channel c enters every node at local rank c and leaves from local rank c-1, so the
+    channels cross between nodes on different GPUs and so on different NICs (rails), as NCCL's
+    ring search spreads channels over the NICs (search.cc; with PXN the exit GPU hands its data
+    over NVLink to the GPU on the entry rail).
+    """
+    if 1 < ranks_per_node < n and n % ranks_per_node == 0:
+        local = (channel + np.arange(ranks_per_node, dtype=np.int64)) % ranks_per_node
+        return (np.arange(n // ranks_per_node, dtype=np.int64)[:, None] * ranks_per_node + local).ravel()
     order = np.arange(n, dtype=np.int64)
     return order if channel % 2 == 0 else order[::-1].copy()
 
 
-def ring(collective: str, n: int, channels: int, pipeline: int) -> Schedule:
+def ring(collective: str, n: int, channels: int, pipeline: int, ranks_per_node: int = 1) -> Schedule:
     """Ring all_reduce / reduce_scatter / all_gather."""
-    perms = np.stack([ring_order(n, ch) for ch in range(channels)])  # (channels, n)
+    perms = np.stack([ring_order(n, ch, ranks_per_node) for ch in range(channels)])  # (channels, n)
     pos = np.arange(n)
     src = perms.ravel()
     dst = perms[:, (pos + 1) % n].ravel()
@@ -48,7 +58,8 @@ def ring(collective: str, n: int, channels: int, pipeline: int) -> Schedule:
         nchunks=pipeline * channels * n,
         steps=tuple(steps),
         channels=channels,
-        meta={"pipeline": pipeline, "ring_orders": "even channels ascending, odd channels descending"},
+        meta={"pipeline": pipeline, "ring_orders": "one node: even channels ascending, odd descending; "
+              "several nodes: channel c enters each node at local rank c"},
         chunkmap=ChunkMap(split=(n, pipeline, channels), piece=piece.astype(np.int64)),
     )
 

@@ -1,7 +1,8 @@
 """Bytes on the wire, derived from the schedule itself (never from closed-form formulas).
 
-`traffic` gives the engine one StepTraffic per Step (repeats kept compact; when chunk sizes
-vary across repetitions the per-transfer bytes are the largest it moves in any repetition).
+`traffic` gives the engine one StepTraffic per Step (repeats kept compact): the per-transfer bytes
+are the mean over the repetitions, so repeat x bytes is exactly what the transfer moves in total
+(a pipelined tree's fill and drain repetitions, where an edge carries an empty chunk, count as zero).
 `rank_traffic` sums exact bytes per rank over every repetition.
 """
 
@@ -84,12 +85,13 @@ def traffic(schedule: Schedule, nbytes: int, elem_size: int) -> list[StepTraffic
     cs = _prefix(schedule, nbytes, elem_size)
     out = []
     for step in schedule.steps:
-        _, peak = _per_transfer(step, cs, step.src_chunk, step.span)
+        total, _ = _per_transfer(step, cs, step.src_chunk, step.span)
         innet = []
         for o in step.innet:
-            _, b = _per_transfer(step, cs, np.array([o.chunk]), None)
-            innet.append((o.kind, o.inputs, o.outputs, float(b[0])))
-        out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=peak, innet=tuple(innet), repeat=step.repeat))
+            t, _ = _per_transfer(step, cs, np.array([o.chunk]), None)
+            innet.append((o.kind, o.inputs, o.outputs, float(t[0]) / step.repeat))
+        out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=total / step.repeat, innet=tuple(innet),
+                               repeat=step.repeat))
     return out
 
 

@@ -89,7 +89,7 @@ def _nvl72(name, gpu, nic, gbps, switch, su_nodes=144) -> ClusterSpec:
     # SU = 8 racks = 144 trays = 576 GPUs (NV-GB200-RA, §7b).
     return ClusterSpec(name=name, gpu=gpu, nodes=18, gpus_per_node=4, scaleup="nvl72", domain_size=72,
                        nvswitch_chips=18, nics_per_node=4, nic=nic, nic_gbps=gbps, fabric="infiniband",
-                       rail_optimized=True, sharp=True, nvls=True, host_cpu="grace", cpus_per_node=2,
+                       rail_optimized=True, nvls=True, host_cpu="grace", cpus_per_node=2,
                        su_nodes=su_nodes, leaf_switch=switch, spine_switch=switch)
 
 
@@ -99,8 +99,8 @@ _DGX1 = dict(gpus_per_node=8, nodes=1, scaleup="nvlink-mesh", domain_size=8, nic
              nic_gbps=100.0, fabric="infiniband", pcie_switches_per_node=4, pcie_switch="pcie-switch4",
              leaf_switch="sb7800", spine_switch="sb7800")
 
-_H100 = _dgx("dgx-h100", "H100", 4, "cx7", 400.0, "qm9700", sharp=True, nvls=True)  # 4 NVSwitch3 (§3a)
-_B200 = _dgx("dgx-b200", "B200", 2, "cx7", 400.0, "qm9700", sharp=True, nvls=True)  # 2 NVSwitch4 (§3a)
+_H100 = _dgx("dgx-h100", "H100", 4, "cx7", 400.0, "qm9700", nvls=True)  # 4 NVSwitch3 (§3a)
+_B200 = _dgx("dgx-b200", "B200", 2, "cx7", 400.0, "qm9700", nvls=True)  # 2 NVSwitch4 (§3a)
 _GB200 = _nvl72("gb200-nvl72", "GB200", "cx7", 400.0, "qm9700")
 
 PRESETS: dict[str, tuple[str, Callable[..., ClusterSpec]]] = {
@@ -117,7 +117,7 @@ PRESETS: dict[str, tuple[str, Callable[..., ClusterSpec]]] = {
     # DGX A100: 6 NVSwitch2, 8x CX-6 HDR 200G, SU = 20 nodes [U] (hardware.md §7a, §7b); NVSwitch2 has no NVLS.
     "dgx-a100": ("DGX A100: 8x A100 on 6 NVSwitch2, 8x HDR 200G rail-optimised (QM8700)",
                  _server("dgx-a100", _dgx("dgx-a100", "A100-80GB", 6, "cx6", 200.0, "qm8700",
-                                          pcie_switch="pcie-switch4", su_nodes=20, sharp=True))),
+                                          pcie_switch="pcie-switch4", su_nodes=20))),
     "dgx-h100": ("DGX H100: 8x H100 on 4 NVSwitch3 (18 NVLink4 each), 8x NDR 400G rail-optimised (QM9700)",
                  _server("dgx-h100", _H100)),
     "hgx-h200": ("HGX H200: 8x H200 on 4 NVSwitch3, 8x NDR 400G rail-optimised (QM9700)",
@@ -129,7 +129,7 @@ PRESETS: dict[str, tuple[str, Callable[..., ClusterSpec]]] = {
     # DGX B300: 8x CX-8 XDR 800G on Quantum-X800 Q3400 (NV-B300-RA XDR variant, hardware.md §7a/§7b).
     "dgx-b300": ("DGX B300: 8x B300 on 2 NVSwitch4, 8x CX-8 XDR 800G rail-optimised (Q3400)",
                  _server("dgx-b300", _dgx("dgx-b300", "B300", 2, "cx8", 800.0, "q3400", su_nodes=72,
-                                          sharp=True, nvls=True))),
+                                          nvls=True))),
     "gb200-nvl72": ("GB200 NVL72: 72 GPUs/rack (18 trays x 4 + 2 Grace), 18 NVSwitch4 chips, CX-7 NDR 400G per GPU; nodes = trays",
                     _rack("gb200-nvl72", _GB200)),
     "gb300-nvl72": ("GB300 NVL72: 72 GPUs/rack, 18 NVSwitch4 chips, CX-8 XDR 800G per GPU (Q3400); nodes = trays",

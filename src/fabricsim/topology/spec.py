@@ -31,6 +31,8 @@ class ClusterSpec:
     nic_gbps: line rate used per NIC port (Gb/s). oversubscription: leaf down:up bandwidth ratio.
     su_nodes: nodes per scalable unit (rail-optimised fabrics cable rail k of one SU to leaf k).
     nvswitch_chips: NVSwitch chips per NVLink domain (0 when there is no NVSwitch).
+    sharp: IB SHARP in-network reductions enabled for collectives (NCCL's CollNet plugin with
+    NCCL_COLLNET_ENABLE=1); off by default, as in NCCL, even where the switches support it.
     pcie_switch: catalog PCIe switch part ('' when pcie_switches_per_node is 0).
     leaf_switch / spine_switch: catalog fabric switch parts (the core tier uses the spine part).
     """

@@ -11,6 +11,8 @@ as NCCL_ALGO / NCCL_PROTO do.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+
 import numpy as np
 
 from fabricsim import schedules
@@ -18,6 +20,7 @@ from fabricsim.engine import simulate
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
+from fabricsim.tuner import nccl_model
 
 PROTOCOLS = ("ll", "ll128", "simple")
 # NCCL's algorithms per collective (src/device/generate.py algos_of_coll; nccl-model.md §1.2). AllToAll and
@@ -44,9 +47,7 @@ class Choice:
     result: Result
     table: tuple[tuple[str, str, float], ...]  # (algorithm, protocol, time_s) of every candidate, fastest first
 
-    @property
-    def channels(self) -> int:
-        return int(self.result.channels) if hasattr(self.result, "channels") else 1
+    channels: int = 1  # NCCL channels the engine ran the pick on
 
 
 def structure_for(topo: Topology, ranks: np.ndarray) -> schedules.Structure:
@@ -112,20 +113,66 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     pairs = _filter(candidates(topo, collective, ranks, library if not algos else "all"), algos, protos, collective)
     timed = []
     for algo, proto in pairs:
-        res = evaluate(topo, collective, algo, proto, nbytes, ranks=ranks, elem_size=elem_size, level=level, root=root)
-        timed.append((res.time, algo, proto, res))
+        res, ch = _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root)
+        timed.append((res.time, algo, proto, res, ch))
     timed.sort(key=lambda t: t[0])
-    t, algo, proto, res = timed[0]
-    return Choice(algo, proto, res, tuple((a, p, tt) for tt, a, p, _ in timed))
+    t, algo, proto, res, ch = timed[0]
+    return Choice(algo, proto, res, tuple((a, p, tt) for tt, a, p, _, _ in timed), ch)
 
 
 def evaluate(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, *, ranks: np.ndarray,
              elem_size: int = 4, level: str = "flow", root: int = 0) -> Result:
-    """Engine time of one (algorithm, protocol) for one message size on these ranks."""
-    schedule = _schedule(topo, collective, algo, ranks, root)
-    return simulate(topo, schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=ranks)
+    """Engine time of one (algorithm, protocol) for one message size on these ranks, on the
+    channels NCCL would give it."""
+    return _timed(topo, collective, algo, proto, nbytes, np.asarray(ranks, dtype=np.int32), elem_size, level, root)[0]
 
 
-def _schedule(topo, collective, algo, ranks, root):
+def _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root) -> tuple[Result, int]:
     structure = structure_for(topo, ranks)
-    return schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root)
+    sched_channels, channels = channel_plan(topo, collective, algo, proto, nbytes, ranks, structure)
+    schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
+                                        channels=sched_channels)
+    channels = max(channels, schedule.channels)
+    channels -= channels % schedule.channels
+    res = simulate(topo, schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=ranks,
+                   channels=channels)
+    return res, channels
+
+
+# fabricsim algorithm -> the NCCL algorithm whose channel count it runs on; the others (schedules NCCL
+# does not implement, point-to-point) run on Ring's channels.
+_NCCL_CHANNEL_ALGO = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvls_tree": "nvls_tree",
+                      "collnet_direct": "collnet_direct", "collnet_chain": "collnet_chain", "pat": "pat"}
+_NCCL_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+
+
+def channel_plan(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray,
+                 structure: schedules.Structure) -> tuple[int, int]:
+    """(channels the schedule is built with, channels the engine runs).
+
+    The engine runs the execution channels NCCL's own search and per-call sizing give this call
+    (nccl-model.md §2.6 step 4, §3.5), which set the per-channel bandwidth caps. A ring over several
+    nodes is built with one ring per NIC rail so its channels leave each node on different NICs, as
+    NCCL's channels do; a tree has its two complementary trees.
+    """
+    system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes())
+    coll = collective if collective in _NCCL_COLLECTIVES else "all_reduce"
+    try:
+        nccl_algo = _NCCL_CHANNEL_ALGO.get(algo, "ring")
+        channels = nccl_model.nccl_predict(system, coll, nbytes, algo=[nccl_algo], proto=[proto]).channels
+    except FabricsimError:
+        channels = nccl_model.nccl_predict(system, coll, nbytes, algo=["ring"], proto=["simple"]).channels
+    sched = 1
+    if algo == "ring" and structure.nnodes > 1 and collective in ("all_reduce", "all_gather", "reduce_scatter"):
+        nics = int(topo.features.get("nics_per_node", 1) or 1)
+        sched = max(1, min(structure.ranks_per_node, nics * structure.ranks_per_node // max(
+            int(topo.features.get("gpus_per_node", structure.ranks_per_node)), 1)))
+    elif algo == "tree":
+        sched = 2
+    return sched, max(int(channels), sched)
+
+
+@lru_cache(maxsize=64)
+def _nccl_system(topo: Topology, ranks_key: bytes) -> nccl_model.NcclSystem:
+    """NCCL's view of these ranks (cached: the tuner asks once per candidate and size)."""
+    return nccl_model.system_from_topology(topo, ranks=np.frombuffer(ranks_key, dtype=np.int32))
