@@ -106,7 +106,7 @@ def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarr
         nbytes=payload / model.wire_efficiency,
         payload=payload,
         mult=(counts[pair] * conns).astype(np.float64),
-        rate_cap=model.channel_rate_cap * weight,
+        rate_cap=np.full(weight.shape, np.inf),
         latency=routes.path_latency.astype(np.float64),
         hop=HOP_OF_KIND[routes.path_kind],
         src=usrc[pair],

@@ -59,12 +59,14 @@ PER_STEP_LATENCY = {"Ring": True, "Tree": True, "CollNetDirect": False, "CollNet
 # Wire efficiency: payload fraction of what crosses the wire.
 # LL: 16-byte line carries 8 B data + 8 B flags (device.h ncclLLFifoLine); Ring x0.5, Tree x1/3.8 (tuning.cc).
 # LL128: 128-byte line carries 120 B data (device.h); tuning.cc uses 0.92 for Ring, 7/9 (1 node) or 120/128 for Tree.
-# Simple: bulk copies, x1.
+# Simple: bulk copies, x1. Tree AllReduce (the only tree collective) first takes x0.92 for every protocol
+# (tuning.cc: `if (a == NCCL_ALGO_TREE && coll == ncclFuncAllReduce) busBw = std::min(busBw*.92, ...)`).
+TREE_ALLREDUCE = 0.92
 WIRE_EFFICIENCY = {
     "Ring": {"ll": 0.5, "ll128": 0.92, "simple": 1.0},
-    "Tree": {"ll": 1 / 3.8, "ll128": 120 / 128, "simple": 1.0},
+    "Tree": {"ll": TREE_ALLREDUCE / 3.8, "ll128": TREE_ALLREDUCE * 120 / 128, "simple": TREE_ALLREDUCE},
 }
-TREE_LL128_ONE_NODE = 7 / 9  # tuning.cc: Tree LL128 x7/9 when nNodes == 1
+TREE_LL128_ONE_NODE = TREE_ALLREDUCE * 7 / 9  # tuning.cc: Tree LL128 x7/9 instead of 120/128 when nNodes == 1
 
 # nvlsEfficiency per architecture (tuning.cc, static; 0 = no NVLS before Hopper).
 NVLS_EFFICIENCY = {"Volta": 0.0, "Ampere": 0.0, "Hopper": 0.85, "Blackwell": 0.74}
@@ -76,6 +78,8 @@ PER_CHANNEL_TREE_LL128_GBPS = {"Volta": (20, 20, 20), "Ampere": (20, 20, 20),
                                "Hopper": (36.7, 36.7, 29.0), "Blackwell": (55.6, 31.67, 20.0)}
 PER_CHANNEL_TREE_GBPS = {"Volta": (26.5, 18.5, 10.0), "Ampere": (24.0, 23.6, 17.8),
                          "Hopper": (38.7, 41.4, 36.0), "Blackwell": (70.0, 42.8, 24.0)}
+PER_CHANNEL_NVLS_TREE_GBPS = {"Volta": (26.5, 18.5, 10.0), "Ampere": (24.0, 23.6, 17.8),
+                              "Hopper": (0.0, 57.7, 45.5), "Blackwell": (0.0, 96.0, 80.0)}  # perChMaxNVLSTreeBws
 # llMaxBws [row][N1, N2, N4] GB/s, cap on LL bus bandwidth. Row = arch on one node; on several nodes
 # row 0 (Intel CPUs; row 1 is AMD / mixed vendors) -- tuning.cc. fabricsim assumes Intel hosts.
 LL_MAX_GBPS_ONE_NODE = {"Volta": 39.0, "Ampere": 87.7, "Hopper": 141.0, "Blackwell": 282.0}
@@ -99,7 +103,8 @@ class ProtocolModel:
     base_latency: float  # s, once per collective
     hop_latency: tuple[float, float, float]  # s per step for nvlink, pci, net hops
     per_step_latency: bool  # False: hop latencies count once per hop class crossed
-    channel_rate_cap: float  # bytes/s per channel connection (inf: none)
+    busbw_cap_per_channel: float  # bytes/s of NCCL bus bandwidth per channel (inf: none); tuning.cc caps busBw at nChannels x this
+    bus_to_alg: float  # NCCL's busBw -> algBw ratio for the cap (tuning.cc: Tree/CollNet 0.5, Ring/NVLS nRanks/nSteps)
     nvls_efficiency: float
     slice_bytes: float  # payload bytes per pipeline slice
 
@@ -109,8 +114,20 @@ def _column(n_nodes: int) -> int:
     return min(max(n_nodes, 1), 3) - 1
 
 
-def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, channels: int, collective: str) -> ProtocolModel:
-    """The constants for timing `algorithm` with `protocol` on `arch` GPUs spread over `n_nodes` NVLink domains."""
+def _bus_to_alg(family: str, collective: str, nranks: int) -> float:
+    """tuning.cc's busBw -> algBw conversion: 0.5 for Tree and CollNet, nRanks/nSteps otherwise
+    (nSteps = 2(n-1) for AllReduce, n-1 for AllGather/ReduceScatter, n for Broadcast/Reduce)."""
+    if family in ("Tree", "CollNetDirect", "CollNetChain"):
+        return 0.5
+    steps = {"all_reduce": 2 * (nranks - 1), "all_gather": nranks - 1, "reduce_scatter": nranks - 1}.get(collective, nranks)
+    return nranks / steps if steps > 0 else 1.0
+
+
+def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, channels: int, collective: str,
+                   nranks: int = 2) -> ProtocolModel:
+    """The constants for timing `algorithm` with `protocol` on `arch` GPUs spread over `n_nodes` NVLink domains.
+
+    `channels` are NCCL's search-graph channels: the per-channel caps of tuning.cc multiply them."""
     if protocol not in PROTOCOLS:
         raise FabricsimError(f"unknown protocol '{protocol}': use one of {', '.join(PROTOCOLS)}")
     family = ALGO_FAMILY.get(algorithm, "Ring")
@@ -130,6 +147,8 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         cap = PER_CHANNEL_TREE_LL128_GBPS[arch][col] * GBPS
     elif family == "Tree" and collective == "all_reduce":
         cap = PER_CHANNEL_TREE_GBPS[arch][col] * GBPS
+    elif family == "NVLSTree" and n_nodes > 1:
+        cap = PER_CHANNEL_NVLS_TREE_GBPS[arch][col] * GBPS
     if protocol == "ll":
         ll_max = LL_MAX_GBPS_ONE_NODE[arch] if n_nodes == 1 else LL_MAX_GBPS_MULTI_NODE[col]
         cap = min(cap, ll_max * GBPS / channels)
@@ -146,7 +165,8 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         base_latency=BASE_LATENCY_US[family][p] * US,
         hop_latency=tuple(HW_LATENCY_US[h][family][p] * US for h in HOP_CLASSES),
         per_step_latency=PER_STEP_LATENCY[family],
-        channel_rate_cap=cap,
+        busbw_cap_per_channel=cap,
+        bus_to_alg=_bus_to_alg(family, collective, nranks),
         nvls_efficiency=NVLS_EFFICIENCY[arch],
         slice_bytes=slice_bytes,
     )

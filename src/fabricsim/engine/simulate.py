@@ -67,6 +67,7 @@ class _Plan:
     once_latency: float  # s, once per collective
     union: FlowSet  # every step's flows together, bytes x repetitions
     slices: int
+    algbw_cap: float  # bytes/s: NCCL's per-channel caps (tuning.cc) on this call's algorithm bandwidth; inf if none
 
 
 def _check_ranks(topo: Topology, nranks: int, ranks) -> np.ndarray:
@@ -98,14 +99,14 @@ def _background(topo: Topology, background, model: ProtocolModel) -> FlowSet:
     src, dst = (np.asarray(a, dtype=np.int64) for a in background)
     if src.shape != dst.shape or (src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_gpus)):
         raise FabricsimError(f"background must be (src, dst) arrays of equal length with GPU ranks 0..{topo.n_gpus - 1}")
-    neutral = replace(model, wire_efficiency=1.0, channel_rate_cap=math.inf)
+    neutral = replace(model, wire_efficiency=1.0, busbw_cap_per_channel=math.inf)
     return p2p_flows(topo, src.astype(np.int32), dst.astype(np.int32), np.ones(src.shape[0]), neutral, 1, None, False)
 
 
 def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int, nbytes: int,
           gpu_ranks: np.ndarray, protocol: str, channels: int, connections: int, pxn, adaptive: bool) -> tuple[_Plan, ProtocolModel]:
     n_nodes = int(np.unique(topo.gpu_domain[gpu_ranks]).shape[0])
-    model = protocol_model(algorithm, protocol, nccl_arch(topo, gpu_ranks), n_nodes, channels, collective)
+    model = protocol_model(algorithm, protocol, nccl_arch(topo, gpu_ranks), n_nodes, channels, collective, nranks)
     index: dict[bytes, int] = {}
     patterns: list[FlowSet] = []
     order, repeats = [], []
@@ -131,7 +132,9 @@ def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algo
     union = concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)])
     biggest = max((float(fs.payload.max()) for fs in patterns if fs.n_flows), default=0.0)
     slices = max(1, math.ceil(biggest / model.slice_bytes))
-    plan = _Plan(collective, algorithm, nranks, nbytes, protocol, patterns, order_a, rep_a, lat, once, union, slices)
+    algbw_cap = model.busbw_cap_per_channel * channels * model.bus_to_alg
+    plan = _Plan(collective, algorithm, nranks, nbytes, protocol, patterns, order_a, rep_a, lat, once, union, slices,
+                 algbw_cap)
     return plan, model
 
 
@@ -179,7 +182,7 @@ def _result(topo: Topology, plan: _Plan, level: str, finishes: list[np.ndarray],
     """Assemble times, bandwidths, link loads, bottlenecks and the timeline."""
     p = plan.slices
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
-    bandwidth_time = slowdown * (t_sum / p + (1 - 1 / p) * steady)
+    bandwidth_time = max(slowdown * (t_sum / p + (1 - 1 / p) * steady), plan.nbytes / plan.algbw_cap)
     latency_time = plan.once_latency + float(np.sum(plan.pattern_latency[plan.order] * plan.repeats))
     time = latency_time + bandwidth_time
     link_bytes = plan.union.link_bytes(topo.n_links)

@@ -2,8 +2,9 @@
 
 Across nodes: tree 0 is ncclGetBtree over node indices; tree 1 mirrors it (node x ->
 nNodes-1-x) when nNodes is even, or shifts it by one when odd (ncclGetDtree). Inside a node
-the ranks form a chain hanging below the node's first rank (NCCL_TOPO_PATTERN_TREE: the
-first local rank links to the parent and children nodes). Even channels use tree 0, odd
+the ranks form a chain hanging below the node's head rank (NCCL_TOPO_PATTERN_TREE: the
+head links to the parent and children nodes); channel k heads its chains at local rank
+k mod ranks-per-node, so channels leave each node on different GPUs and NICs. Even channels use tree 0, odd
 channels tree 1, so with an even channel count each tree carries half the data. Each channel
 reduces up and broadcasts down, pipelined over `pipeline` chunks (ncclPatternTreeUpDown).
 """
@@ -50,24 +51,30 @@ def node_depth(parent: np.ndarray) -> np.ndarray:
     return depth
 
 
-def rank_tree(structure: Structure, node_parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(child, parent, child depth) edges of the rank tree: node tree among first local ranks,
-    chain inside each node."""
+def rank_tree(structure: Structure, node_parent: np.ndarray, offset: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(child, parent, child depth) edges of the rank tree: a chain inside each node starting at
+    local rank `offset` (the node's head), the node tree among the heads. Channels use different
+    offsets so their inter-node edges leave on different GPUs and NICs, as NCCL's tree channels
+    follow its ring channels (connect.cc ncclTopoPreset)."""
     n, rpn = structure.nranks, structure.ranks_per_node
     r = np.arange(n, dtype=np.int64)
-    node, local = r // rpn, r % rpn
+    node, pos = r // rpn, r % rpn  # pos: place in the node's chain
+    size = np.minimum(rpn, n - np.arange(structure.nnodes) * rpn)  # ranks per node (the last may be partial)
+    rank = node * rpn + (pos + offset) % size[node]
     ndepth = node_depth(node_parent)
-    parent = np.where(local > 0, r - 1, np.where(node_parent[node] >= 0, node_parent[node] * rpn, -1))
-    depth = ndepth[node] + local
+    up = node_parent[node]
+    parent = np.where(pos > 0, node * rpn + (pos - 1 + offset) % size[node],
+                      np.where(up >= 0, up * rpn + offset % size[np.maximum(up, 0)], -1))
+    depth = ndepth[node] + pos
     has = parent >= 0
-    return r[has], parent[has], depth[has]
+    return rank[has], parent[has], depth[has]
 
 
 def tree(structure: Structure, channels: int, pipeline: int) -> Schedule:
     """Double-binary-tree AllReduce; `channels` is rounded up to even (both trees, half each)."""
     nch = channels + channels % 2
     trees = dtree_parents(structure.nnodes)
-    edges = [rank_tree(structure, trees[ch % 2]) for ch in range(nch)]
+    edges = [rank_tree(structure, trees[ch % 2], ch) for ch in range(nch)]
     child, parent, depth = (np.concatenate([e[i] for e in edges]) for i in range(3))
     chan = np.concatenate([np.full(e[0].size, ch) for ch, e in enumerate(edges)])
     steps, M = pipelined_forest(child, parent, depth, chan, pipeline, up=True, down=True)

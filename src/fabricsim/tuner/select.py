@@ -20,7 +20,7 @@ from fabricsim.engine import simulate
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
-from fabricsim.tuner import nccl_model
+from fabricsim.tuner import nccl_graph, nccl_model
 
 PROTOCOLS = ("ll", "ll128", "simple")
 # NCCL's algorithms per collective (src/device/generate.py algos_of_coll; nccl-model.md §1.2). AllToAll and
@@ -132,44 +132,41 @@ def _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root)
     sched_channels, channels = channel_plan(topo, collective, algo, proto, nbytes, ranks, structure)
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
                                         channels=sched_channels)
-    channels = max(channels, schedule.channels)
-    channels -= channels % schedule.channels
+    channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
     res = simulate(topo, schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=ranks,
                    channels=channels)
     return res, channels
 
 
-# fabricsim algorithm -> the NCCL algorithm whose channel count it runs on; the others (schedules NCCL
+# fabricsim algorithm -> the NCCL search graph whose channels it runs on; the others (schedules NCCL
 # does not implement, point-to-point) run on Ring's channels.
-_NCCL_CHANNEL_ALGO = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvls_tree": "nvls_tree",
-                      "collnet_direct": "collnet_direct", "collnet_chain": "collnet_chain", "pat": "pat"}
-_NCCL_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+_NCCL_GRAPH = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls_tree": "NVLSTree",
+               "collnet_direct": "CollNetDirect", "collnet_chain": "CollNetChain", "pat": "PAT"}
 
 
 def channel_plan(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray,
                  structure: schedules.Structure) -> tuple[int, int]:
     """(channels the schedule is built with, channels the engine runs).
 
-    The engine runs the execution channels NCCL's own search and per-call sizing give this call
-    (nccl-model.md §2.6 step 4, §3.5), which set the per-channel bandwidth caps. A ring over several
-    nodes is built with one ring per NIC rail so its channels leave each node on different NICs, as
-    NCCL's channels do; a tree has its two complementary trees.
+    The engine runs the channels of NCCL's own graph search for this algorithm (nccl-model.md §3.5),
+    which its per-channel caps multiply (tuning.cc). A ring or tree over several nodes is built with
+    one channel per NIC rail so its channels leave each node on different NICs, as NCCL's do.
     """
     system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes())
-    coll = collective if collective in _NCCL_COLLECTIVES else "all_reduce"
-    try:
-        nccl_algo = _NCCL_CHANNEL_ALGO.get(algo, "ring")
-        channels = nccl_model.nccl_predict(system, coll, nbytes, algo=[nccl_algo], proto=[proto]).channels
-    except FabricsimError:
-        channels = nccl_model.nccl_predict(system, coll, nbytes, algo=["ring"], proto=["simple"]).channels
-    sched = 1
-    if algo == "ring" and structure.nnodes > 1 and collective in ("all_reduce", "all_gather", "reduce_scatter"):
+    graphs = nccl_graph.search_graphs(system)
+    channels = graphs[_NCCL_GRAPH.get(algo, "Ring")].n_channels or graphs["Ring"].n_channels
+    rails = 1
+    if structure.nnodes > 1:  # NICs the ranks of one node reach on their own rails
         nics = int(topo.features.get("nics_per_node", 1) or 1)
-        sched = max(1, min(structure.ranks_per_node, nics * structure.ranks_per_node // max(
-            int(topo.features.get("gpus_per_node", structure.ranks_per_node)), 1)))
+        per_node = max(int(topo.features.get("gpus_per_node", structure.ranks_per_node)), 1)
+        rails = max(1, min(structure.ranks_per_node, nics * structure.ranks_per_node // per_node))
+    sched = 1
+    if algo == "ring" and collective in ("all_reduce", "all_gather", "reduce_scatter"):
+        sched = rails
     elif algo == "tree":
-        sched = 2
-    return sched, max(int(channels), sched)
+        sched = rails + rails % 2
+    channels = max(int(channels), sched)
+    return sched, channels + (-channels) % sched
 
 
 @lru_cache(maxsize=64)
