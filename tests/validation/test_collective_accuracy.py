@@ -6,7 +6,7 @@ import pytest
 
 from fabricsim.cli.validate import accuracy_table
 from fabricsim.validation.accuracy import run, summary
-from fabricsim.validation.calibration import DEFAULT_DATA
+from fabricsim.calibration_data import default_path
 from tests.conftest import REPORTS
 
 # Regression bounds on the calibration set (absolute % error of busbw). The targets are a
@@ -14,7 +14,7 @@ from tests.conftest import REPORTS
 MEDIAN_BOUND = 7.0
 P90_BOUND = 25.0
 
-pytestmark = pytest.mark.skipif(not DEFAULT_DATA.exists(), reason=f"calibration data not found at {DEFAULT_DATA}")
+pytestmark = pytest.mark.skipif(not default_path().exists(), reason=f"calibration data not found at {default_path()}")
 
 
 @pytest.fixture(scope="module")

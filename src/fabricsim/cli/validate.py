@@ -6,6 +6,9 @@ import json
 
 import click
 
+from fabricsim.calibration_data import default_path
+from fabricsim.training.calibration import calibration_rows, format_rows
+from fabricsim.training.comm import engine_comm_model
 from fabricsim.validation.accuracy import run, summary
 
 
@@ -41,8 +44,17 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
 @click.option("--level", default="flow", show_default=True, type=click.Choice(["flow", "analytical"]))
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
 @click.option("--summary-only", is_flag=True, help="Only the per-family table.")
-def validate(data, level, fmt, summary_only):
-    """Predict every collective measurement in the calibration set and print the error."""
+@click.option("--training", is_flag=True, help="Score the training-throughput rows (fabricsim train) instead.")
+def validate(data, level, fmt, summary_only, training):
+    """Predict every collective (or, with --training, training) measurement in the calibration set and print the error."""
+    if training:
+        rows = calibration_rows(data or default_path(), lambda topo: engine_comm_model(topo, level=level))
+        if fmt == "json":
+            click.echo(json.dumps([{"id": r.id, "metric": r.metric, "measured": r.measured, "predicted": r.predicted,
+                                    "error_pct": r.error_pct, "skipped": r.skipped} for r in rows], indent=1))
+        else:
+            click.echo(format_rows(rows))
+        return
     preds, skipped = run(data, level=level)
     if fmt == "json":
         click.echo(json.dumps({

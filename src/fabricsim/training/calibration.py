@@ -141,3 +141,19 @@ def median_error(rows: list[CalibrationRow]) -> float:
     if not errors:
         raise FabricsimError("no calibration row could be compared: check the file has training rows with layouts")
     return statistics.median(errors)
+
+
+def format_rows(rows: list[CalibrationRow]) -> str:
+    """Per-row measured vs predicted and the median error, as a text table."""
+    lines = [f"{'id':<52} {'metric':<13} {'measured':>10} {'predicted':>10} {'err%':>6}"]
+    for r in rows:
+        if r.error_pct is None:
+            continue
+        lines.append(f"{r.id[:52]:<52} {r.metric:<13} {r.measured:>10.4g} {r.predicted:>10.4g} {r.error_pct:>6.1f}")
+    compared = [r.error_pct for r in rows if r.error_pct is not None]
+    lines.append(f"compared {len(compared)} rows, median absolute error {median_error(rows):.1f}%, "
+                 f"p90 {sorted(compared)[int(0.9 * (len(compared) - 1))]:.1f}%")
+    for r in rows:
+        if r.skipped:
+            lines.append(f"skipped {r.id}: {r.skipped}")
+    return "\n".join(lines)

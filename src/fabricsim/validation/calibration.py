@@ -17,13 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from fabricsim import hardware
+from fabricsim.calibration_data import default_path
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.presets import preset_spec
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.units import parse_size
 
-# The calibration file beside a checkout (shared/ sits next to the repository).
-DEFAULT_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "calibration" / "measurements.jsonl"
 
 # GPU (catalog name) -> the preset of the server it ships in.
 _SERVER_PRESET = {
@@ -63,7 +62,7 @@ class Skip:
 
 def load_rows(path: str | Path | None = None) -> list[dict]:
     """Rows of a measurements JSONL file; a malformed line is a FabricsimError naming it."""
-    p = Path(path) if path else DEFAULT_DATA
+    p = Path(path) if path else default_path()
     if not p.exists():
         raise FabricsimError(f"calibration data '{p}' not found: pass --data PATH to a measurements.jsonl file")
     rows = []
