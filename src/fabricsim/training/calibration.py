@@ -31,8 +31,6 @@ from fabricsim.training.models import MODELS
 from fabricsim.training.step import CommModel, step_time
 from fabricsim.training.sweep import cluster_topology
 
-# Row GPU names -> catalog names.
-GPU_NAMES = {"H100-SXM": "H100", "H100-80GB": "H100", "A100-80GB": "A100-80GB", "A100-SXM4-80GB": "A100-80GB", "A100-40GB": "A100-40GB"}
 # Catalog GPU -> the preset of its documented node (DGX H100: 8 x CX-7 NDR 400G; DGX A100: 8 x 200G, the same
 # 1,600 Gb/s per node as MosaicML's RoCE A100 clusters), with the row's GPU variant swapped in.
 PRESET_FOR_GPU = {"H100": "dgx-h100", "A100-80GB": "dgx-a100", "A100-40GB": "dgx-a100"}
@@ -54,8 +52,16 @@ class CalibrationRow:
         return abs(self.predicted - self.measured) / self.measured * 100
 
 
+def _alnum(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+_MODEL_KEYS = {_alnum(k): k for k in MODELS}
+
+
 def _model_key(name: str) -> str:
-    return re.sub(r"\s+", "", name.strip().lower()).replace("_", "-")
+    """Built-in model name for a row's model text ('GPT-3 175B' -> 'gpt3-175b'); '' if none matches."""
+    return _MODEL_KEYS.get(_alnum(name), "")
 
 
 def _layout(row: dict, n: int) -> P.Parallelism | str:
@@ -80,9 +86,12 @@ def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> Calibr
     key = _model_key(str(row.get("model", "")))
     if key not in MODELS:
         return CalibrationRow(rid, "", None, None, f"model '{row.get('model')}' has no published architecture in fabricsim")
-    gpu_name = GPU_NAMES.get(hw.get("gpu", ""))
-    if gpu_name is None:
-        return CalibrationRow(rid, "", None, None, f"GPU '{hw.get('gpu')}' not mapped to a catalog GPU")
+    try:
+        gpu_name = hardware.get_gpu(str(hw.get("gpu", ""))).name
+    except FabricsimError:
+        return CalibrationRow(rid, "", None, None, f"GPU '{hw.get('gpu')}' is not in the hardware catalog")
+    if gpu_name not in PRESET_FOR_GPU:
+        return CalibrationRow(rid, "", None, None, f"no preset server for the {gpu_name} in the training calibration")
     n = int(hw.get("total_gpus") or row.get("total_gpus") or 0)
     par = _layout(row, n)
     if isinstance(par, str):
