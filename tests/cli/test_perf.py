@@ -1,0 +1,84 @@
+"""`fabricsim perf`: nccl-tests layout, JSON/CSV, forced choices, NCCL's model, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fabricsim.cli.main import main
+from fabricsim.cli.perf import sizes
+from fabricsim.errors import FabricsimError
+from fabricsim.reports.nccltests_log import parse_nccl_tests
+
+
+def run(capsys, *args) -> tuple[int, str, str]:
+    rc = main(list(args))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_table_has_nccl_tests_layout_and_parses_back(capsys):
+    rc, out, _ = run(capsys, "perf", "all_reduce", "--cluster", "dgx-h100", "-b", "1M", "-e", "64M", "-f", "4")
+    assert rc == 0
+    assert "#       size         count      type   redop    root     time   algbw   busbw  #wrong" in out
+    assert "# Avg bus bandwidth" in out
+    log = parse_nccl_tests(out)
+    assert [r.size_bytes for r in log.rows] == [1 << 20, 1 << 22, 1 << 24, 1 << 26]
+    assert all(r.out_of_place.busbw > 0 and r.redop == "sum" and r.root == -1 for r in log.rows)
+    busbw = [r.out_of_place.busbw for r in log.rows]
+    assert busbw == sorted(busbw), "bus bandwidth grows with size on one node"
+
+
+def test_json_has_the_documented_keys(capsys):
+    rc, out, _ = run(capsys, "perf", "all_gather", "-c", "dgx-h100", "-b", "8M", "-e", "8M", "--format", "json")
+    assert rc == 0
+    rows = json.loads(out)
+    assert len(rows) == 1
+    for key in ("size_bytes", "count", "type", "redop", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels"):
+        assert key in rows[0]
+    assert rows[0]["size_bytes"] == 8 << 20 and rows[0]["count"] == (8 << 20) // 4 // 8  # AG size is the total output
+
+
+def test_forced_algorithm_and_protocol_are_used(capsys):
+    rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1M", "-e", "1M", "--algo", "ring",
+                     "--proto", "ll128", "--format", "json")
+    assert rc == 0
+    row = json.loads(out)[0]
+    assert (row["algo"], row["proto"]) == ("ring", "ll128")
+
+
+def test_nccl_model_and_explain(capsys):
+    rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G", "--model", "nccl", "--format", "json")
+    assert rc == 0 and json.loads(out)[0]["algo"] == "NVLS"
+    rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1K", "-e", "1G", "-f", "1024", "--explain")
+    assert rc == 0 and "# explain" in out and "nccl model" in out
+
+
+def test_multi_node_ring_uses_every_nic(capsys):
+    """A ring over 2 DGX H100 crosses nodes on all 8 NDR rails: bus bandwidth far above one NIC's 48 GB/s."""
+    rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "--nodes", "2", "-b", "4G", "-e", "4G", "--algo", "ring",
+                     "--format", "json")
+    assert rc == 0
+    assert json.loads(out)[0]["busbw_GBps"] > 300
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("perf", "all_reduce", "-c", "no-such-cluster"), "unknown cluster"),
+    (("perf", "all_reduce", "-c", "dgx-h100", "-b", "-4"), "invalid size"),
+    (("perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1M"), "smaller than -b"),
+    (("perf", "broadcast", "-c", "dgx-h100", "-r", "8"), "root 8 is outside"),
+    (("perf", "all_reduce", "-c", "dgx-h100", "--algo", "collnet_direct"), "does not apply"),
+    (("perf", "all_reduce", "-c", "dgx-h100", "--algo", "nvls", "--proto", "ll"), "LL and LL128 exist only"),
+])
+def test_bad_input_is_one_clear_line(capsys, args, needle):
+    rc, out, err = run(capsys, *args)
+    assert rc == 2
+    assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_size_sweep_follows_nccl_tests():
+    assert sizes(8, 64, 2.0, None) == [8, 16, 32, 64]
+    assert sizes(100, 350, None, 100) == [100, 200, 300]
+    with pytest.raises(FabricsimError):
+        sizes(8, 64, 2.0, 8)
