@@ -88,7 +88,9 @@ def routes_for(topo: Topology, src: np.ndarray, dst: np.ndarray, pxn: bool | Non
 def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, model: ProtocolModel,
               conns: int, pxn: bool | None, adaptive: bool) -> FlowSet:
     """Flows of point-to-point transfers between GPU ranks, each split over `conns` parallel connections
-    and over its routed paths by their weights. Local copies (src == dst) and empty transfers are free."""
+    and over its routed paths by their weights. Local copies (src == dst) and empty transfers are free.
+    A transfer that crosses the network is capped at `model.net_peer_bw` in all (NCCL point-to-point
+    operations stripe one peer's data over a fixed number of channels, each with a bounded rate)."""
     keep = (src != dst) & (nbytes > 0)
     if not keep.any():
         return empty_flows()
@@ -100,15 +102,17 @@ def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarr
     weight = routes.path_weight
     lengths = np.diff(routes.path_ptr)
     payload = ubytes[pair] * weight / conns
+    hop = HOP_OF_KIND[routes.path_kind]
+    rate_cap = np.where(hop == HOP_NET, model.net_peer_bw * weight / conns, np.inf)
     return FlowSet(
         edge_flow=np.repeat(np.arange(routes.n_paths, dtype=np.int64), lengths),
         edge_link=routes.links.astype(np.int64),
         nbytes=payload / model.wire_efficiency,
         payload=payload,
         mult=(counts[pair] * conns).astype(np.float64),
-        rate_cap=np.full(weight.shape, np.inf),
+        rate_cap=rate_cap,
         latency=routes.path_latency.astype(np.float64),
-        hop=HOP_OF_KIND[routes.path_kind],
+        hop=hop,
         src=usrc[pair],
         dst=udst[pair],
     )

@@ -66,9 +66,16 @@ WIRE_EFFICIENCY = {
     "Ring": {"ll": 0.5, "ll128": 0.92, "simple": 1.0},
     "Tree": {"ll": TREE_ALLREDUCE / 3.8, "ll128": TREE_ALLREDUCE * 120 / 128, "simple": TREE_ALLREDUCE},
 }
+# CollNetDirect AllReduce on sm_90+: busBw x0.85 (tuning.cc v2.30.7, `if (minCompCap >= 90) busBw *= .85`);
+# applied to every byte the algorithm moves, so it scales whichever link bounds it.
+COLLNET_DIRECT_SM90_ALLREDUCE = 0.85
 TREE_LL128_ONE_NODE = TREE_ALLREDUCE * 7 / 9  # tuning.cc: Tree LL128 x7/9 instead of 120/128 when nNodes == 1
 
-# nvlsEfficiency per architecture (tuning.cc, static; 0 = no NVLS before Hopper).
+# nvlsEfficiency per architecture (tuning.cc, static; 0 = no NVLS before Hopper). It prices NVLS AllReduce,
+# whose multimem.ld_reduce and multimem.st run at once in both directions of every NVLink ("AllReduce pipelines
+# two operations", tuning.cc). NVLS AllGather / ReduceScatter run one multimem operation per chunk, at the
+# NVLink rate: the maintainers state NVLS brings no bandwidth gain over Ring for AG/RS (nccl#1506), which
+# only holds without the factor (measured 8x B200: NVLS AG/RS busbw = Ring's).
 NVLS_EFFICIENCY = {"Volta": 0.0, "Ampere": 0.0, "Hopper": 0.85, "Blackwell": 0.74}
 
 # Per-channel bandwidth caps in GB/s [arch][N1, N2, N4] (tuning.cc perChMax*Bws, v2.30.7).
@@ -107,6 +114,7 @@ class ProtocolModel:
     bus_to_alg: float  # NCCL's busBw -> algBw ratio for the cap (tuning.cc: Tree/CollNet 0.5, Ring/NVLS nRanks/nSteps)
     nvls_efficiency: float
     slice_bytes: float  # payload bytes per pipeline slice
+    net_peer_bw: float = math.inf  # bytes/s one point-to-point transfer gets across the network (NCCL p2p channels)
 
 
 def _column(n_nodes: int) -> int:
@@ -140,6 +148,8 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
     wire = WIRE_EFFICIENCY.get(family, {"simple": 1.0})[protocol]
     if family == "Tree" and protocol == "ll128" and n_nodes == 1:
         wire = TREE_LL128_ONE_NODE
+    if family == "CollNetDirect" and collective == "all_reduce" and arch in ("Hopper", "Blackwell"):
+        wire = COLLNET_DIRECT_SM90_ALLREDUCE
     cap = math.inf
     if family == "Ring" and protocol == "ll128":
         cap = PER_CHANNEL_RING_LL128_GBPS[arch][col] * GBPS
@@ -167,6 +177,6 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         per_step_latency=PER_STEP_LATENCY[family],
         busbw_cap_per_channel=cap,
         bus_to_alg=_bus_to_alg(family, collective, nranks),
-        nvls_efficiency=NVLS_EFFICIENCY[arch],
+        nvls_efficiency=NVLS_EFFICIENCY[arch] if collective == "all_reduce" else float(NVLS_EFFICIENCY[arch] > 0),
         slice_bytes=slice_bytes,
     )

@@ -99,14 +99,19 @@ def _background(topo: Topology, background, model: ProtocolModel) -> FlowSet:
     src, dst = (np.asarray(a, dtype=np.int64) for a in background)
     if src.shape != dst.shape or (src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_gpus)):
         raise FabricsimError(f"background must be (src, dst) arrays of equal length with GPU ranks 0..{topo.n_gpus - 1}")
-    neutral = replace(model, wire_efficiency=1.0, busbw_cap_per_channel=math.inf)
+    neutral = replace(model, wire_efficiency=1.0, busbw_cap_per_channel=math.inf, net_peer_bw=math.inf)
     return p2p_flows(topo, src.astype(np.int32), dst.astype(np.int32), np.ones(src.shape[0]), neutral, 1, None, False)
 
 
 def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int, nbytes: int,
-          gpu_ranks: np.ndarray, protocol: str, channels: int, connections: int, pxn, adaptive: bool) -> tuple[_Plan, ProtocolModel]:
+          gpu_ranks: np.ndarray, protocol: str, channels: int, connections: int, pxn, adaptive: bool,
+          net_peer_bw: float | None = None) -> tuple[_Plan, ProtocolModel]:
     n_nodes = int(np.unique(topo.gpu_domain[gpu_ranks]).shape[0])
     model = protocol_model(algorithm, protocol, nccl_arch(topo, gpu_ranks), n_nodes, channels, collective, nranks)
+    if net_peer_bw is not None:
+        if not net_peer_bw > 0:
+            raise FabricsimError(f"net_peer_bw={net_peer_bw!r} must be a positive bandwidth in bytes/s (or None: no cap)")
+        model = replace(model, net_peer_bw=float(net_peer_bw))
     index: dict[bytes, int] = {}
     patterns: list[FlowSet] = []
     order, repeats = [], []
@@ -259,11 +264,14 @@ def _check_level(level: str) -> None:
 
 def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int,
                  nbytes: int, ranks=None, protocol: str = "simple", channels: int = 1, connections: int = 1,
-                 level: str = "flow", pxn: bool | None = None, adaptive: bool = False, background=None) -> Result:
+                 level: str = "flow", pxn: bool | None = None, adaptive: bool = False, background=None,
+                 net_peer_bw: float | None = None) -> Result:
     """Time explicit step traffic (what `schedules.traffic` returns) on `topo`.
 
     `channels`: NCCL channels the collective uses (per-channel bandwidth caps); `connections`: parallel
-    connections carrying each transfer; `background`: (src, dst) GPU ranks of never-ending competing flows.
+    connections carrying each transfer; `background`: (src, dst) GPU ranks of never-ending competing flows;
+    `net_peer_bw`: bytes/s cap on each point-to-point transfer across the network (NCCL's p2p channels per
+    network peer x their rate, which the tuner derives); None: no cap.
     """
     _check_level(level)
     if collective not in BUSBW_FACTOR:
@@ -272,7 +280,7 @@ def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: st
     gpu_ranks = _check_ranks(topo, nranks, ranks)
     plan, model = _plan(topo, steps, collective=collective, algorithm=algorithm, nranks=nranks, nbytes=nbytes,
                         gpu_ranks=gpu_ranks, protocol=protocol, channels=channels, connections=connections,
-                        pxn=pxn, adaptive=adaptive)
+                        pxn=pxn, adaptive=adaptive, net_peer_bw=net_peer_bw)
     bg = _background(topo, background, model)
     finishes, t = _pattern_times(topo, plan, level, bg)
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
@@ -296,11 +304,13 @@ def _job_args(topo: Topology, job: Job) -> dict:
 
 def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int = 4, protocol: str = "simple",
              channels: int | None = None, level: str = "flow", ranks=None, pxn: bool | None = None,
-             adaptive: bool = False, background=None) -> Result:
-    """Time `schedule` moving `nbytes` (nccl-tests' size) on `topo`; schedule rank i runs on GPU `ranks[i]`."""
+             adaptive: bool = False, background=None, net_peer_bw: float | None = None) -> Result:
+    """Time `schedule` moving `nbytes` (nccl-tests' size) on `topo`; schedule rank i runs on GPU `ranks[i]`.
+    `net_peer_bw`: see `time_traffic`."""
     _check_level(level)
     args = _job_args(topo, Job(schedule, nbytes, ranks, elem_size, protocol, channels))
-    return time_traffic(topo, args.pop("steps"), **args, level=level, pxn=pxn, adaptive=adaptive, background=background)
+    return time_traffic(topo, args.pop("steps"), **args, level=level, pxn=pxn, adaptive=adaptive, background=background,
+                        net_peer_bw=net_peer_bw)
 
 
 def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: str = "flow", pxn: bool | None = None,

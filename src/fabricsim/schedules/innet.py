@@ -96,19 +96,27 @@ def collnet_direct(s: Structure) -> Schedule:
     return Schedule("all_reduce", "collnet_direct", s.nranks, nh, tuple(steps), meta={"heads": nh})
 
 
-def collnet_chain(s: Structure, pipeline: int) -> Schedule:
-    """Chain reduce up to each node's first rank, SHARP across those heads, chain broadcast
-    back down; pipelined over `pipeline` chunks."""
-    ppn = s.ranks_per_node
-    r = np.arange(s.nranks, dtype=np.int64)
-    local = r % ppn
-    has = local > 0
-    heads = _ranks(r[local == 0])
-    steps, M = pipelined_forest(
-        r[has], r[has] - 1, local[has], np.zeros(int(has.sum()), dtype=np.int64), pipeline,
-        up=True, down=True, innet=[(0, heads)], kind="sharp",
-    )
+def collnet_chain(s: Structure, pipeline: int, channels: int = 1) -> Schedule:
+    """Per channel c: a chain through every local rank starting at head local rank c (mod ppn) reduces up
+    to the head, SHARP reduces across the heads of all nodes and returns the sum, and the chain broadcasts
+    it back down; pipelined over `pipeline` chunks per channel. NCCL's CollNetChain graph is a chain per
+    channel whose head is the GPU next to that channel's NIC (src/graph/search.cc, tree pattern; device
+    loop all_reduce.h runCollNetChain), so its channels leave each node on different NICs."""
+    ppn, nn = s.ranks_per_node, s.nnodes
+    nch = max(1, int(channels))
+    k = np.arange(1, ppn)
+    child, parent, depth, chan, innet = [], [], [], [], []
+    for c in range(nch):
+        base = (np.arange(nn) * ppn)[:, None]
+        child.append((base + (c + k) % ppn).ravel())
+        parent.append((base + (c + k - 1) % ppn).ravel())
+        depth.append(np.tile(k, nn))
+        chan.append(np.full(nn * (ppn - 1), c))
+        innet.append((c, _ranks(np.arange(nn) * ppn + c % ppn)))
+    cat = np.concatenate
+    steps, M = pipelined_forest(cat(child).astype(np.int64), cat(parent).astype(np.int64), cat(depth), cat(chan),
+                                pipeline, up=True, down=True, innet=innet, kind="sharp")
     return Schedule(
-        "all_reduce", "collnet_chain", s.nranks, M, steps, meta={"pipeline": pipeline},
-        chunkmap=ChunkMap(split=(pipeline,), piece=forest_pieces(1, M, pipeline)),
+        "all_reduce", "collnet_chain", s.nranks, nch * M, steps, channels=nch, meta={"pipeline": pipeline},
+        chunkmap=ChunkMap(split=(nch, pipeline), piece=forest_pieces(nch, M, pipeline)),
     )

@@ -125,7 +125,7 @@ def build_schedule(
     if algorithm == "collnet_direct":
         return innet.collnet_direct(s)
     if algorithm == "collnet_chain":
-        return innet.collnet_chain(s, pipeline)
+        return innet.collnet_chain(s, pipeline, channels)
     if collective == "sendrecv":
         return alltoall.sendrecv(nranks)
     if algorithm == "pxn":

@@ -20,6 +20,7 @@ from fabricsim.engine import simulate
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
+from fabricsim.tuner import nccl_constants as K
 from fabricsim.tuner import nccl_graph, nccl_model
 
 PROTOCOLS = ("ll", "ll128", "simple")
@@ -107,13 +108,16 @@ def _filter(pairs: list[tuple[str, str]], algos, protos, collective: str) -> lis
 
 def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | None = None, elem_size: int = 4,
          algos: list[str] | None = None, protos: list[str] | None = None, level: str = "flow",
-         library: str = "nccl", root: int = 0) -> Choice:
-    """Time every candidate with the engine and return the fastest (ties: candidate order)."""
+         library: str = "nccl", root: int = 0, nccl_version: tuple[int, int] | None = None) -> Choice:
+    """Time every candidate with the engine and return the fastest (ties: candidate order).
+
+    `nccl_version` (major, minor) selects version-dependent NCCL rules (point-to-point channels per
+    network peer); None: the NCCL release fabricsim's constants follow (NCCL_VERSION)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
     pairs = _filter(candidates(topo, collective, ranks, library if not algos else "all"), algos, protos, collective)
     timed = []
     for algo, proto in pairs:
-        res, ch = _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root)
+        res, ch = _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root, nccl_version)
         timed.append((res.time, algo, proto, res, ch))
     timed.sort(key=lambda t: t[0])
     t, algo, proto, res, ch = timed[0]
@@ -121,21 +125,70 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
 
 
 def evaluate(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, *, ranks: np.ndarray,
-             elem_size: int = 4, level: str = "flow", root: int = 0) -> Result:
+             elem_size: int = 4, level: str = "flow", root: int = 0, nccl_version: tuple[int, int] | None = None) -> Result:
     """Engine time of one (algorithm, protocol) for one message size on these ranks, on the
     channels NCCL would give it."""
-    return _timed(topo, collective, algo, proto, nbytes, np.asarray(ranks, dtype=np.int32), elem_size, level, root)[0]
+    return _timed(topo, collective, algo, proto, nbytes, np.asarray(ranks, dtype=np.int32), elem_size, level, root,
+                  nccl_version)[0]
 
 
-def _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root) -> tuple[Result, int]:
+def _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root, nccl_version=None) -> tuple[Result, int]:
     structure = structure_for(topo, ranks)
     sched_channels, channels = channel_plan(topo, collective, algo, proto, nbytes, ranks, structure)
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
                                         channels=sched_channels)
     channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
+    net_peer_bw = None
+    if collective in P2P_COLLECTIVES and structure.nnodes > 1:
+        system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes())
+        net_peer_bw = p2p_channels_per_net_peer(system, nccl_version) * P2P_PER_CHANNEL_NET_BW
     res = simulate(topo, schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=ranks,
-                   channels=channels)
+                   channels=channels, net_peer_bw=net_peer_bw)
     return res, channels
+
+
+# NCCL runs SendRecv and AllToAll as point-to-point operations (ncclSend/ncclRecv, enqueue.cc p2p schedule).
+P2P_COLLECTIVES = ("sendrecv", "alltoall")
+NCCL_VERSION = (2, 30)  # the release fabricsim's NCCL constants are read from (v2.30.7)
+# NCCL_P2P_PER_CHANNEL_NET_BW default, GB/s -> B/s: what one p2p channel moves over the network. NCCL sizes
+# its network p2p channels by it (src/graph/paths.cc ncclTopoGetNchannels, v2.29.2 .. v2.30.7).
+P2P_PER_CHANNEL_NET_BW = 14e9
+NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8  # src/include/device.h
+
+
+def _pow2_up(x: int) -> int:
+    return 1 << max(int(x) - 1, 0).bit_length()
+
+
+def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version: tuple[int, int] | None = None) -> int:
+    """comm->p2pnChannelsPerPeer on a multi-node communicator: the channels one send or receive to a
+    network peer is striped over (enqueue.cc addP2pToPlan uses all of them for large messages).
+
+    src/graph/paths.cc ncclTopoGetNchannels / ncclTopoComputeP2p*; channels per peer are the minimum over
+    peers (NVLink peers 2 x links, PCIe peers 2, network peers as below), rounded up to a power of two.
+    v2.29+: a network peer gets max(NICs, ceil(NIC GB/s / 14)) channels, then, with several nodes, the
+    count halves while channels x ceil(nRanks / 8) exceed p2pnChannels (every peer fits one round).
+    v2.20-2.28: a network peer starts at 2 channels, halving while 2 x nRanks > 4 x comm channels.
+    Before v2.20: NCCL_NCHANNELS_PER_NET_PEER, default 2."""
+    version = NCCL_VERSION if version is None else version
+    graphs = nccl_graph.search_graphs(system)
+    comm = nccl_graph.comm_channels(system, graphs)
+    p2p = _pow2_up(min(comm, K.MAXCHANNELS))
+    if system.ppn > 1:
+        links = system.nvlink_bw_per_gpu / K.nvlink_bw_per_link(system.compcap) if system.intra_type == "nvl" else 1
+        local = 2 * max(1, int(links))
+    else:
+        local = K.MAXCHANNELS
+    if version >= (2, 29):
+        remote = max(1, -(-int(system.nic_bw) // int(P2P_PER_CHANNEL_NET_BW / 1e9)))
+        per_peer = _pow2_up(min(local, remote))
+        while per_peer * -(-system.n_ranks // NCCL_MAX_DEV_WORK_P2P_PER_BATCH) > p2p and per_peer > 1:
+            per_peer //= 2
+        return per_peer
+    remote = 2
+    while version >= (2, 20) and remote * system.n_ranks > comm * 4 and remote > 1:
+        remote //= 2
+    return min(_pow2_up(min(local, remote)), p2p)
 
 
 # fabricsim algorithm -> the NCCL search graph whose channels it runs on; the others (schedules NCCL
@@ -165,6 +218,8 @@ def channel_plan(topo: Topology, collective: str, algo: str, proto: str, nbytes:
         sched = rails
     elif algo == "tree":
         sched = rails + rails % 2
+    elif algo == "collnet_chain":
+        sched = rails
     channels = max(int(channels), sched)
     return sched, channels + (-channels) % sched
 

@@ -74,7 +74,8 @@ def predict(case: Case, level: str = "flow") -> Prediction:
     algos = _algos(case, topo, ranks)
     best_bus, best_time, pick = -1.0, None, ("", "")
     for size in _sizes(case):
-        choice = best(topo, case.collective, int(size), ranks=ranks, algos=algos, level=level)
+        choice = best(topo, case.collective, int(size), ranks=ranks, algos=algos, level=level,
+                      nccl_version=case.nccl_version)
         bus = choice.result.busbw / 1e9
         if bus > best_bus:
             best_bus, best_time, pick = bus, choice.result.time, (choice.algorithm, choice.protocol)

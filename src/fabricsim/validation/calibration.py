@@ -52,6 +52,7 @@ class Case:
     metric: str  # 'busbw' (GB/s) or 'time' (us)
     measured: float
     trust: str
+    nccl_version: tuple[int, int] | None = None  # (major, minor) of the NCCL the row ran, where stated
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,14 @@ def case_for(row: dict) -> Case | Skip:
     algos, exclude = _algos(row.get("algo_env"))
     size = row.get("size_bytes")
     return Case(rid, family, spec, ranks, row["collective"], int(size) if size is not None else None,
-                _sweep(row), algos, exclude, metric, float(measured), row.get("trust", "high"))
+                _sweep(row), algos, exclude, metric, float(measured), row.get("trust", "high"),
+                _nccl_version(row.get("nccl_version")))
+
+
+def _nccl_version(text) -> tuple[int, int] | None:
+    """'2.29.2' -> (2, 29); None where the row does not say."""
+    m = re.match(r"\s*(\d+)\.(\d+)", str(text or ""))
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _spec_for(gpu: str, hw: dict, row: dict) -> tuple[ClusterSpec | None, str]:
