@@ -71,6 +71,11 @@ def _switches() -> list[Switch]:
                       "(probsee, yobitel [S]); Ethernet RoCE switch hop 400-600 ns (kentino.com, vendor "
                       "consensus [U]); upper end taken for a deep-buffered 51.2T ASIC",
                notes="breakout to 128 x 400G [U]; 128 MB shared buffer [U]"),
+        Switch("pcie-switch3", "pcie", 3, "pcie3", 150e-9, "none",
+               source="Broadcom (PLX) PEX8747 (PCIe Gen3, 48 lanes = 3 x16 ports: one upstream, two GPUs), the "
+                      "switch of dual-GPU Gen3 boards and servers; 150 ns port to port is the PLX Gen3 family "
+                      "figure as commonly quoted [U]",
+               notes="Gen3 consumer and workstation GPU servers (e.g. 2x RTX 2080 Ti behind one switch)"),
         Switch("pcie-switch4", "pcie", 6, "pcie4", 105e-9, "none",
                source="Broadcom PEX88096 class (PCIe Gen4, 96 lanes = 6 x16 ports): 105 ns cut-through between "
                       "x16 ports (Broadcom claim via Linley Group newsletter 2019-09 [S])",

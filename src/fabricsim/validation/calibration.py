@@ -128,7 +128,7 @@ def _spec_for(gpu: str, hw: dict, row: dict) -> tuple[ClusterSpec | None, str]:
     nodes = int(hw["nodes"])
     if gpu == "RTX2080Ti":
         spec = ClusterSpec(name="pcie-rtx2080ti-2", gpu="RTX2080Ti", nodes=1, gpus_per_node=2, scaleup="pcie",
-                           domain_size=2, pcie_switches_per_node=1, pcie_switch="pcie-switch4", p2p="p2p not" not in desc,
+                           domain_size=2, pcie_switches_per_node=1, pcie_switch="pcie-switch3", p2p="p2p not" not in desc,
                            cpus_per_node=1)
         return spec, "PCIe"
     if gpu == "H100-PCIe":
