@@ -116,11 +116,14 @@ def stats(errors: list[float]) -> tuple[int, float, float]:
 
 
 def summary(preds: list[Prediction]) -> list[tuple[str, int, float, float, int, float, float]]:
-    """Per hardware family and overall: (family, n, median, p90, n_nccl, nccl median, nccl p90)."""
+    """Per hardware family, the high-trust rows (the calibration README asks to weigh medium / low trust rows
+    accordingly) and overall: (group, n, median, p90, n_nccl, nccl median, nccl p90). 'all' comes last."""
     fams = sorted({p.case.family for p in preds})
+    groups = [(fam, lambda p, f=fam: p.case.family == f) for fam in fams]
+    groups += [("high-trust", lambda p: p.case.trust == "high"), ("all", lambda p: True)]
     out = []
-    for fam in fams + ["all"]:
-        sel = [p for p in preds if fam == "all" or p.case.family == fam]
+    for fam, keep in groups:
+        sel = [p for p in preds if keep(p)]
         n, med, p90 = stats([p.error for p in sel])
         nn, nmed, np90 = stats([p.nccl_error for p in sel if p.nccl_error is not None])
         out.append((fam, n, med, p90, nn, nmed, np90))
