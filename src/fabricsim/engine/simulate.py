@@ -49,6 +49,7 @@ class Job:
     elem_size: int = 4
     protocol: str = "simple"
     channels: int | None = None
+    net_peer_bw: float | None = None  # bytes/s cap per point-to-point transfer across the network (see time_traffic)
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,8 +106,11 @@ def _background(topo: Topology, background, model: ProtocolModel) -> FlowSet:
 
 def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int, nbytes: int,
           gpu_ranks: np.ndarray, protocol: str, channels: int, connections: int, pxn, adaptive: bool,
-          net_peer_bw: float | None = None) -> tuple[_Plan, ProtocolModel]:
-    n_nodes = int(np.unique(topo.gpu_domain[gpu_ranks]).shape[0])
+          net_peer_bw: float | None = None, copies: int = 1) -> tuple[_Plan, ProtocolModel]:
+    if copies < 1 or nranks % copies:
+        raise FabricsimError(f"copies={copies} must divide the {nranks} ranks into equal groups")
+    nranks //= copies  # the collective's own rank count; the copies run side by side
+    n_nodes = int(np.unique(topo.gpu_domain[gpu_ranks[:nranks]]).shape[0])
     model = protocol_model(algorithm, protocol, nccl_arch(topo, gpu_ranks), n_nodes, channels, collective, nranks)
     if net_peer_bw is not None:
         if not net_peer_bw > 0:
@@ -263,13 +267,15 @@ def _check_level(level: str) -> None:
 
 
 def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int,
-                 nbytes: int, ranks=None, protocol: str = "simple", channels: int = 1, connections: int = 1,
+                 nbytes: int, copies: int = 1, ranks=None, protocol: str = "simple", channels: int = 1, connections: int = 1,
                  level: str = "flow", pxn: bool | None = None, adaptive: bool = False, background=None,
                  net_peer_bw: float | None = None) -> Result:
     """Time explicit step traffic (what `schedules.traffic` returns) on `topo`.
 
     `channels`: NCCL channels the collective uses (per-channel bandwidth caps); `connections`: parallel
-    connections carrying each transfer; `background`: (src, dst) GPU ranks of never-ending competing flows;
+    connections carrying each transfer; `copies`: the traffic is that many disjoint copies of an
+    (nranks / copies)-rank collective running at once (one per group; see schedules.replicate), timed together
+    and reported per copy; `background`: (src, dst) GPU ranks of never-ending competing flows;
     `net_peer_bw`: bytes/s cap on each point-to-point transfer across the network (NCCL's p2p channels per
     network peer x their rate, which the tuner derives); None: no cap.
     """
@@ -280,7 +286,7 @@ def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: st
     gpu_ranks = _check_ranks(topo, nranks, ranks)
     plan, model = _plan(topo, steps, collective=collective, algorithm=algorithm, nranks=nranks, nbytes=nbytes,
                         gpu_ranks=gpu_ranks, protocol=protocol, channels=channels, connections=connections,
-                        pxn=pxn, adaptive=adaptive, net_peer_bw=net_peer_bw)
+                        pxn=pxn, adaptive=adaptive, net_peer_bw=net_peer_bw, copies=copies)
     bg = _background(topo, background, model)
     finishes, t = _pattern_times(topo, plan, level, bg)
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
@@ -298,8 +304,10 @@ def _job_args(topo: Topology, job: Job) -> dict:
     nbytes = _check_nbytes(job.nbytes)
     _check_ranks(topo, sched.nranks, job.ranks)
     steps = schedule_traffic(sched, nbytes, job.elem_size)
-    return dict(steps=steps, collective=sched.collective, algorithm=sched.algorithm, nranks=sched.nranks, nbytes=nbytes,
-                ranks=job.ranks, protocol=job.protocol, channels=channels, connections=channels // max(sched.channels, 1))
+    return dict(steps=steps, collective=sched.collective, algorithm=sched.algorithm, nranks=sched.nranks,
+                copies=sched.copies, nbytes=nbytes,
+                ranks=job.ranks, protocol=job.protocol, channels=channels, connections=channels // max(sched.channels, 1),
+                net_peer_bw=job.net_peer_bw)
 
 
 def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int = 4, protocol: str = "simple",
@@ -308,9 +316,8 @@ def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int 
     """Time `schedule` moving `nbytes` (nccl-tests' size) on `topo`; schedule rank i runs on GPU `ranks[i]`.
     `net_peer_bw`: see `time_traffic`."""
     _check_level(level)
-    args = _job_args(topo, Job(schedule, nbytes, ranks, elem_size, protocol, channels))
-    return time_traffic(topo, args.pop("steps"), **args, level=level, pxn=pxn, adaptive=adaptive, background=background,
-                        net_peer_bw=net_peer_bw)
+    args = _job_args(topo, Job(schedule, nbytes, ranks, elem_size, protocol, channels, net_peer_bw))
+    return time_traffic(topo, args.pop("steps"), **args, level=level, pxn=pxn, adaptive=adaptive, background=background)
 
 
 def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: str = "flow", pxn: bool | None = None,
@@ -329,8 +336,10 @@ def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: s
         args = _job_args(topo, job)
         gpu_ranks = _check_ranks(topo, job.schedule.nranks, job.ranks)
         plan, model = _plan(topo, args.pop("steps"), collective=args["collective"], algorithm=args["algorithm"],
-                            nranks=args["nranks"], nbytes=args["nbytes"], gpu_ranks=gpu_ranks, protocol=args["protocol"],
-                            channels=args["channels"], connections=args["connections"], pxn=pxn, adaptive=adaptive)
+                            nranks=args["nranks"], copies=args["copies"], nbytes=args["nbytes"], gpu_ranks=gpu_ranks,
+                            protocol=args["protocol"],
+                            channels=args["channels"], connections=args["connections"], pxn=pxn, adaptive=adaptive,
+                            net_peer_bw=args["net_peer_bw"])
         if i == 0:
             bg = _background(topo, background, model)
         plans.append(plan)

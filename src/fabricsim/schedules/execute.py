@@ -116,7 +116,8 @@ def execute(schedule: Schedule, inputs: list[np.ndarray], op: str = "sum") -> li
     dtype = _check_inputs(inputs, schedule.nranks)
     ufunc = _ufunc(op)
     xs = [np.asarray(x).ravel() for x in inputs]
-    count = layout.count_of(schedule.collective, xs, schedule.nranks)
+    group = schedule.nranks // schedule.copies  # a replicated schedule runs copies of one group's collective
+    count = layout.count_of(schedule.collective, xs[:group], group)
     buf = layout.place_inputs(schedule, xs, count, dtype)
     start, stop = layout.chunk_bounds(schedule, count)
     size = stop - start
@@ -125,5 +126,5 @@ def execute(schedule: Schedule, inputs: list[np.ndarray], op: str = "sum") -> li
             _run_step(step, k, buf, start, size, ufunc)
     outputs = layout.read_outputs(schedule, buf, count)
     if op == "avg" and schedule.collective in layout.REDUCING:
-        outputs = [average(x, schedule.nranks) for x in outputs]
+        outputs = [average(x, group) for x in outputs]
     return outputs

@@ -86,12 +86,12 @@ def count_of(collective: str, inputs: list[np.ndarray], nranks: int) -> int:
 
 def place_inputs(schedule: Schedule, inputs: list[np.ndarray], count: int, dtype) -> np.ndarray:
     """The initial buffers (one row per rank) holding `inputs` where the collective reads them."""
-    n = schedule.nranks
+    n, group = schedule.nranks, schedule.nranks // schedule.copies
     buf = np.zeros((n, nregions(schedule) * count), dtype=dtype)
     if schedule.collective == "all_gather":
-        start, stop = blocks(count, n)
+        start, stop = blocks(count, group)
         for r in range(n):
-            buf[r, start[r] : stop[r]] = inputs[r]
+            buf[r, start[r % group] : stop[r % group]] = inputs[r]
     else:
         buf[:, :count] = np.stack([np.asarray(x).ravel() for x in inputs]) if count else buf[:, :0]
     return buf
@@ -99,12 +99,12 @@ def place_inputs(schedule: Schedule, inputs: list[np.ndarray], count: int, dtype
 
 def read_outputs(schedule: Schedule, buf: np.ndarray, count: int) -> list[np.ndarray]:
     """Each rank's output, read from its final buffer."""
-    n, coll = schedule.nranks, schedule.collective
+    n, coll, group = schedule.nranks, schedule.collective, schedule.nranks // schedule.copies
     if coll == "reduce_scatter":
-        start, stop = blocks(count, n)
-        return [buf[r, start[r] : stop[r]].copy() for r in range(n)]
+        start, stop = blocks(count, group)
+        return [buf[r, start[r % group] : stop[r % group]].copy() for r in range(n)]
     if coll == "reduce":
-        return [buf[r, :count].copy() if r == schedule.root else buf[r, :0].copy() for r in range(n)]
+        return [buf[r, :count].copy() if r % group == schedule.root else buf[r, :0].copy() for r in range(n)]
     if coll in ("alltoall", "sendrecv"):
         return [buf[r, RECV * count : (RECV + 1) * count].copy() for r in range(n)]
     return [buf[r, :count].copy() for r in range(n)]

@@ -107,6 +107,7 @@ class Schedule:
     channels: int = 1
     meta: dict = field(default_factory=dict)
     chunkmap: ChunkMap | None = None  # None: one region split into nchunks pieces
+    copies: int = 1  # independent copies of an (nranks // copies)-rank collective run at once, one per group
 
     @property
     def n_steps(self) -> int:

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from fabricsim import schedules
-from fabricsim.engine import simulate
+from fabricsim.engine import Job, simulate
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
@@ -47,8 +47,12 @@ class Choice:
     protocol: str
     result: Result
     table: tuple[tuple[str, str, float], ...]  # (algorithm, protocol, time_s) of every candidate, fastest first
+    job: Job  # what the engine ran for the pick: schedule, channels, network p2p cap
 
-    channels: int = 1  # NCCL channels the engine ran the pick on
+    @property
+    def channels(self) -> int:
+        """NCCL channels the engine ran the pick on."""
+        return int(self.job.channels)
 
 
 def structure_for(topo: Topology, ranks: np.ndarray) -> schedules.Structure:
@@ -117,11 +121,11 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     pairs = _filter(candidates(topo, collective, ranks, library if not algos else "all"), algos, protos, collective)
     timed = []
     for algo, proto in pairs:
-        res, ch = _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root, nccl_version)
-        timed.append((res.time, algo, proto, res, ch))
+        res, job = _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root, nccl_version)
+        timed.append((res.time, algo, proto, res, job))
     timed.sort(key=lambda t: t[0])
-    t, algo, proto, res, ch = timed[0]
-    return Choice(algo, proto, res, tuple((a, p, tt) for tt, a, p, _, _ in timed), ch)
+    t, algo, proto, res, job = timed[0]
+    return Choice(algo, proto, res, tuple((a, p, tt) for tt, a, p, _, _ in timed), job)
 
 
 def evaluate(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, *, ranks: np.ndarray,
@@ -132,7 +136,10 @@ def evaluate(topo: Topology, collective: str, algo: str, proto: str, nbytes: int
                   nccl_version)[0]
 
 
-def _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root, nccl_version=None) -> tuple[Result, int]:
+def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, *,
+              elem_size: int = 4, root: int = 0, nccl_version: tuple[int, int] | None = None) -> Job:
+    """The engine job for one call: the schedule, NCCL's channels for it and the network p2p cap."""
+    ranks = np.asarray(ranks, dtype=np.int32)
     structure = structure_for(topo, ranks)
     sched_channels, channels = channel_plan(topo, collective, algo, proto, nbytes, ranks, structure)
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
@@ -140,11 +147,16 @@ def _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root,
     channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
     net_peer_bw = None
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
-        system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes())
+        system = _nccl_system(topo, ranks.tobytes())
         net_peer_bw = p2p_channels_per_net_peer(system, nccl_version) * P2P_PER_CHANNEL_NET_BW
-    res = simulate(topo, schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=ranks,
-                   channels=channels, net_peer_bw=net_peer_bw)
-    return res, channels
+    return Job(schedule, nbytes, ranks, elem_size, proto, channels, net_peer_bw)
+
+
+def _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root, nccl_version=None) -> tuple[Result, Job]:
+    job = plan_call(topo, collective, algo, proto, nbytes, ranks, elem_size=elem_size, root=root, nccl_version=nccl_version)
+    res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=job.ranks,
+                   channels=job.channels, net_peer_bw=job.net_peer_bw)
+    return res, job
 
 
 # NCCL runs SendRecv and AllToAll as point-to-point operations (ncclSend/ncclRecv, enqueue.cc p2p schedule).

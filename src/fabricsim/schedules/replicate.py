@@ -1,0 +1,43 @@
+"""Many groups running the same collective at once, as one schedule.
+
+Training runs a collective in every tensor-, data- or pipeline-parallel group at the same time; timing them as
+one schedule of disjoint copies (copy k's rank r is rank k * n + r) lets the engine share the fabric between
+them in one pass, with memory that grows with the total number of transfers, not with groups x links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from fabricsim.errors import FabricsimError
+from fabricsim.schedules.model import InNetworkOp, Schedule, Step
+
+
+def _spread(ranks: np.ndarray, n: int, copies: int) -> np.ndarray:
+    """Every copy's version of a rank array, copy after copy."""
+    return (np.arange(copies, dtype=np.int64)[:, None] * n + np.asarray(ranks, dtype=np.int64)[None, :]).ravel().astype(np.int32)
+
+
+def _tile(a: np.ndarray | None, copies: int) -> np.ndarray | None:
+    return None if a is None else np.tile(a, copies)
+
+
+def replicate(schedule: Schedule, copies: int) -> Schedule:
+    """`copies` disjoint copies of `schedule` as one schedule over copies x nranks ranks."""
+    if copies < 1:
+        raise FabricsimError(f"copies must be at least 1, got {copies}")
+    if copies == 1:
+        return schedule
+    n = schedule.nranks
+    steps = []
+    for st in schedule.steps:
+        innet = tuple(InNetworkOp(o.kind, (o.inputs + k * n).astype(np.int32), (o.outputs + k * n).astype(np.int32),
+                                  o.chunk, o.op)
+                      for k in range(copies) for o in st.innet)
+        steps.append(Step(src=_spread(st.src, n, copies), dst=_spread(st.dst, n, copies),
+                          src_chunk=_tile(st.src_chunk, copies), dst_chunk=_tile(st.dst_chunk, copies),
+                          op=_tile(st.op, copies), innet=innet, repeat=st.repeat, stride=st.stride, period=st.period,
+                          span=_tile(st.span, copies)))
+    return replace(schedule, nranks=n * copies, steps=tuple(steps), copies=schedule.copies * copies)
