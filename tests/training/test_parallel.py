@@ -23,8 +23,8 @@ def test_valid_megatron_layout():
 
 @pytest.mark.parametrize("kw, n, match", [
     (dict(tp=8, pp=2, dp=2, global_batch=64), 64, "GPU count"),
-    (dict(tp=8, pp=3, dp=2, global_batch=64), 48, "layers"),
-    (dict(tp=8, pp=4, vp=3, dp=2, global_batch=64), 64, "pp\\*vp"),
+    (dict(tp=1, pp=96, dp=1, global_batch=96), 96, "layers cannot fill"),
+    (dict(tp=8, pp=4, vp=32, dp=2, global_batch=64), 64, "pp\\*vp"),
     (dict(tp=6, pp=2, dp=2, global_batch=64, allow_tp_spill=True), 24, "heads"),
     (dict(tp=8, pp=4, dp=2, global_batch=63), 64, "global batch"),
     (dict(tp=8, pp=4, dp=2, ep=2, global_batch=64), 64, "mixture-of-experts"),
@@ -95,3 +95,13 @@ def test_default_layout_fits_and_prefers_small_tp():
     P.validate(MODELS["gpt3-175b"], big, 1024, 8, HBM)
     with pytest.raises(FabricsimError, match="no Megatron layout"):
         P.default_parallelism(MODELS["llama3-405b"], 8, 8, HBM)
+
+
+def test_uneven_stages_follow_the_busiest_stage():
+    """Llama 3 405B (126 layers) on pp=16, as Meta trained it: stages of 8 layers, the last ones shorter."""
+    m = MODELS["llama3-405b"]
+    par = P.resolve(P.Parallelism(tp=8, pp=16, global_batch=256), 1024)
+    P.validate(m, par, 1024, 8)  # layout rules only; memory depends on recompute and CP choices
+    assert P.stage_layers(m, par) == 8
+    even = P.resolve(P.Parallelism(tp=8, pp=14, global_batch=256), 8 * 14 * 9)
+    assert P.stage_layers(m, even) == 9

@@ -89,8 +89,8 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
     if par.n_gpus != n_gpus:
         raise FabricsimError(
             f"tp*pp*cp*dp = {par.tp}*{par.pp}*{par.cp}*{par.dp} = {par.n_gpus} but the job has {n_gpus} GPUs: make the product equal the GPU count")
-    if model.layers % (par.pp * par.vp):
-        raise FabricsimError(f"{model.layers} layers cannot be split into pp*vp = {par.pp * par.vp} equal stages: pick pp and vp whose product divides {model.layers}")
+    if model.layers < par.pp * par.vp:
+        raise FabricsimError(f"{model.layers} layers cannot fill pp*vp = {par.pp * par.vp} pipeline stages: use pp*vp <= {model.layers}")
     if model.heads % par.tp or model.kv_heads % par.tp and par.tp % model.kv_heads:
         raise FabricsimError(f"{model.heads} attention heads ({model.kv_heads} KV heads) cannot be split over tp={par.tp}: use a tp that divides {model.heads}")
     if par.global_batch % (par.micro_batch * par.dp):
@@ -117,11 +117,18 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
                 f"({(need - hbm_bytes) / 1e9:.1f} GB over): raise tp/pp, use zero 3 or full recompute, or lower micro_batch")
 
 
+def stage_layers(model: ModelSpec, par: Parallelism) -> int:
+    """Layers the busiest GPU runs per micro-batch, over its vp virtual stages. Layers that do not divide into
+    pp*vp stages are spread as Megatron's uneven pipelines do (some stages one layer more); the busiest stage
+    sets the pipeline's pace (Llama 3 405B: 126 layers on pp=16)."""
+    return -(-model.layers // (par.pp * par.vp)) * par.vp
+
+
 def params_per_gpu(model: ModelSpec, par: Parallelism) -> float:
     """Parameters held by the busiest GPU (the first stage, which also holds the embedding)."""
     layer_dense = (model.params - model.embedding_params - model.expert_params) / model.layers
     layer_expert = model.expert_params / model.layers
-    per_stage = model.layers / par.pp
+    per_stage = stage_layers(model, par)
     embedding = model.embedding_params if par.pp == 1 else model.vocab * model.hidden
     return (per_stage * layer_dense + embedding) / par.tp + per_stage * layer_expert / (par.tp * par.ep)
 
@@ -146,7 +153,7 @@ def memory_per_gpu(model: ModelSpec, par: Parallelism) -> float:
         per_layer = 2 * sbh / (par.tp if par.sp else 1)
     else:
         per_layer = sbh * (34 / par.tp if par.sp else 10 + 24 / par.tp)
-    in_flight_layers = model.layers / par.pp * min(par.pp, par.micro_batches)  # 1F1B: up to pp micro-batches of L/pp layers
+    in_flight_layers = stage_layers(model, par) * min(par.pp, par.micro_batches)  # 1F1B: up to pp micro-batches of a stage
     interleave = 1 + (par.pp - 1) / (par.pp * par.vp) if par.vp > 1 else 1
     return states + per_layer * in_flight_layers * interleave
 
@@ -159,7 +166,7 @@ def default_parallelism(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm
     Megatron-Core's recommended settings; `overrides` (e.g. micro_batch, global_batch, precision) are kept.
     """
     tps = [t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= gpus_per_domain and gpus_per_domain % t == 0 and model.heads % t == 0]
-    pps = [p for p in range(1, model.layers + 1) if model.layers % p == 0]
+    pps = [p for p in range(1, model.layers + 1) if n_gpus % p == 0]
     best_error = None
     for pp in pps:
         for tp in tps:

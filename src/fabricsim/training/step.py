@@ -113,7 +113,9 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
     model_flops = model.flops_per_token(s) * tokens
     attn_flops = model.attention_flops_per_token(s) * tokens
     extra = {"none": 0.0, "selective": attn_flops / 3, "full": model_flops / 3}[par.recompute]
-    rate = n * peak * eff
+    layers = P.stage_layers(model, par)  # layers the busiest GPU runs per micro-batch (all its virtual stages)
+    imbalance = layers * par.pp / model.layers  # > 1 when stages are uneven: the busiest stage sets the pace
+    rate = n * peak * eff / imbalance
     compute = (model_flops + extra) / rate
     fwd_mb = model_flops / 3 / rate / m
     bwd_mb = compute / m - fwd_mb
@@ -121,8 +123,7 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
     attention = (attn_flops + extra * (par.recompute == "selective")) / rate
 
     timer = _Timer(comm)
-    layers = model.layers / par.pp  # layers one GPU runs per micro-batch (all its virtual stages)
-    moe_layers = model.n_moe_layers / par.pp
+    moe_layers = model.n_moe_layers * layers / model.layers
     seq_local = s / par.cp
     act = b * seq_local * h * P.ACT_BYTES
     total, exposed = {}, {}
