@@ -5,7 +5,8 @@ Pure index arithmetic (numpy), no devices: `builders` turns the plan into device
 Rules (NVIDIA DGX SuperPOD reference architectures, hardware.md §7b/§7c):
 - leaf: down ports D, uplinks U = ceil(D / oversubscription); D + U never exceeds the radix.
 - rail-optimised: within a scalable unit (SU), NIC rail k of every node goes to the leaf (group)
-  of rail k; non-rail-optimised: NIC ports fill leaves in node order.
+  of rail k (a cluster smaller than one SU is that partial SU); non-rail-optimised: NIC ports fill
+  leaves in node order.
 - 1 level if every NIC fits one switch. 2 levels: S spines, S the smallest divisor of U with
   S * P >= L * U, each leaf joined to every spine by U / S links (reproduces NV-H100-RA and
   NV-B200-RA leaf/spine counts: 1 SU 8/4, 3 SU 24/16, 4 SU 32/16, 8 SU 64/32).
@@ -72,11 +73,13 @@ def plan_fat_tree(spec, leaf_ports: int, spine_ports: int) -> FatTree:
         return FatTree(1, 1, 1, np.zeros(E, np.int64), np.zeros(1, np.int32), np.zeros(1, np.int32))
 
     if spec.rail_optimized:
-        # leaves per (SU, rail); nodes of one SU spread evenly over them
-        lpr = math.ceil(spec.su_nodes / d_max)
-        down = math.ceil(spec.su_nodes / lpr)
-        n_su = math.ceil(N / spec.su_nodes)
-        su, pos = node // spec.su_nodes, node % spec.su_nodes
+        # leaves per (SU, rail); nodes of one SU spread evenly over them. A cluster smaller than one SU is
+        # cabled as that partial SU (one NVL72 rack: 4 rail leaves of 18 ports, not a full 8-rack SU's).
+        su_nodes = min(spec.su_nodes, N)
+        lpr = math.ceil(su_nodes / d_max)
+        down = math.ceil(su_nodes / lpr)
+        n_su = math.ceil(N / su_nodes)
+        su, pos = node // su_nodes, node % su_nodes
         per_su = R * lpr
         nic_leaf = su * per_su + rail * lpr + pos // down
         n_leaf = n_su * per_su

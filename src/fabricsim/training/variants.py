@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fabricsim import hardware
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.spec import ClusterSpec
 
@@ -23,10 +24,23 @@ def _xdr(s: ClusterSpec) -> ClusterSpec:
     return replace(s, nic="cx8-eth", nic_gbps=800.0, leaf_switch="sn5600", spine_switch="sn5600")
 
 
+def _nvl72_chips(gpu_name: str) -> int:
+    """NVSwitch chips a 72-GPU domain of this GPU needs: GB200's 18, or more where the GPU's NVLink generation
+    has smaller switch chips (an H100 NVL72 needs ceil(72 x 18 / 64) = 21 NVSwitch3 chips)."""
+    gpu = hardware.get_gpu(gpu_name)
+    if not gpu.scaleup_link:
+        raise FabricsimError(f"{gpu.name} has no NVLink, so it cannot form an NVL72 domain: drop 'nvl72' from --compare")
+    ports = [sw.ports for sw in hardware.SWITCHES.values() if sw.kind == "nvswitch" and sw.port_link == gpu.scaleup_link]
+    if not ports:
+        raise FabricsimError(f"no NVSwitch in the catalog has {gpu.scaleup_link} ports for an NVL72 of {gpu.name}: "
+                             "drop 'nvl72' from --compare")
+    return max(NVL72_SWITCH_CHIPS, -(-NVL72_DOMAIN * gpu.scaleup_links // max(ports)))
+
+
 def _nvl72(s: ClusterSpec) -> ClusterSpec:
     nics = max(1, s.nics_per_node * NVL72_TRAY_GPUS // s.gpus_per_node) if s.nics_per_node else 0
     return replace(s, scaleup="nvl72", gpus_per_node=NVL72_TRAY_GPUS, domain_size=NVL72_DOMAIN,
-                   nvswitch_chips=NVL72_SWITCH_CHIPS, nics_per_node=nics,
+                   nvswitch_chips=_nvl72_chips(s.gpu), nics_per_node=nics,
                    nodes=max(1, -(-s.nodes * s.gpus_per_node // NVL72_DOMAIN)) * (NVL72_DOMAIN // NVL72_TRAY_GPUS))
 
 
