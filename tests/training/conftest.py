@@ -5,15 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fabricsim.engine.result import BUSBW_FACTOR as BUS_FACTOR
 from fabricsim.hardware import get_gpu
-
-BUS_FACTOR = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "sendrecv": lambda n: 1.0,
-}
 
 
 class AlphaBeta:

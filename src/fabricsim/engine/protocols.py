@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from fabricsim.engine import nccl_constants as K
 from fabricsim.errors import FabricsimError
 
 US = 1e-6  # NCCL's tables are in microseconds
@@ -31,25 +32,12 @@ ALGO_FAMILY = {
     "collnet_chain": "CollNetChain",
 }
 
-# baseLatencies[algo][LL, LL128, Simple] in us (tuning.cc ncclTunerConstantsDefaults, v2.30.7).
-BASE_LATENCY_US = {
-    "Tree": (6.8, 14.0, 8.4),
-    "Ring": (6.6, 14.0, 8.4),
-    "CollNetDirect": (0.0, 0.0, 0.0),
-    "CollNetChain": (0.0, 0.0, 0.0),
-    "NVLS": (0.0, 0.0, 0.0),
-    "NVLSTree": (0.0, 0.0, 0.0),
-}
+ARCHS = ("Volta", "Ampere", "Hopper", "Blackwell")  # NCCL's compute-capability rows
+_FAMILIES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree")
 
-# hwLatencies[hw][algo][LL, LL128, Simple] in us, per step (tuning.cc, v2.30.7).
-HW_LATENCY_US = {
-    "nvlink": {"Tree": (0.6, 1.25, 4.0), "Ring": (0.6, 1.9, 3.4), "CollNetDirect": (0, 0, 3.7),
-               "CollNetChain": (0, 0, 2.8), "NVLS": (0, 0, 25.0), "NVLSTree": (0, 0, 25.0)},
-    "pci": {"Tree": (1.0, 1.9, 4.0), "Ring": (1.0, 2.5, 5.7), "CollNetDirect": (0, 0, 3.7),
-            "CollNetChain": (0, 0, 2.8), "NVLS": (0, 0, 0.0), "NVLSTree": (0, 0, 0.0)},
-    "net": {"Tree": (5.0, 8.5, 14.0), "Ring": (2.7, 4.0, 14.0), "CollNetDirect": (0, 0, 31.0),
-            "CollNetChain": (0, 0, 30.0), "NVLS": (0, 0, 18.0), "NVLSTree": (0, 0, 20.9)},
-}
+# baseLatencies[algo][LL, LL128, Simple] and hwLatencies[hw][algo][...] in us (tuning.cc, v2.30.7; nccl_constants).
+BASE_LATENCY_US = {a: K.BASE_LAT[a] for a in _FAMILIES}
+HW_LATENCY_US = {hop: {a: K.HW_LAT[i][a] for a in _FAMILIES} for i, hop in enumerate(HOP_CLASSES)}
 
 # NCCL prices NVLS / NVLSTree / CollNet latency once per hop class crossed
 # (tuning.cc: `lat = intraLat + interLat` for NVLS), not once per step as for Ring and Tree.
@@ -76,21 +64,17 @@ TREE_LL128_ONE_NODE = TREE_ALLREDUCE * 7 / 9  # tuning.cc: Tree LL128 x7/9 inste
 # two operations", tuning.cc). NVLS AllGather / ReduceScatter run one multimem operation per chunk, at the
 # NVLink rate: the maintainers state NVLS brings no bandwidth gain over Ring for AG/RS (nccl#1506), which
 # only holds without the factor (measured 8x B200: NVLS AG/RS busbw = Ring's).
-NVLS_EFFICIENCY = {"Volta": 0.0, "Ampere": 0.0, "Hopper": 0.85, "Blackwell": 0.74}
+NVLS_EFFICIENCY = dict(zip(ARCHS, K.NVLS_EFFICIENCY))
 
 # Per-channel bandwidth caps in GB/s [arch][N1, N2, N4] (tuning.cc perChMax*Bws, v2.30.7).
-PER_CHANNEL_RING_LL128_GBPS = {"Volta": (20, 20, 20), "Ampere": (20, 20, 20),
-                               "Hopper": (36.7, 36.7, 36.7), "Blackwell": (40.0, 40.0, 40.0)}
-PER_CHANNEL_TREE_LL128_GBPS = {"Volta": (20, 20, 20), "Ampere": (20, 20, 20),
-                               "Hopper": (36.7, 36.7, 29.0), "Blackwell": (55.6, 31.67, 20.0)}
-PER_CHANNEL_TREE_GBPS = {"Volta": (26.5, 18.5, 10.0), "Ampere": (24.0, 23.6, 17.8),
-                         "Hopper": (38.7, 41.4, 36.0), "Blackwell": (70.0, 42.8, 24.0)}
-PER_CHANNEL_NVLS_TREE_GBPS = {"Volta": (26.5, 18.5, 10.0), "Ampere": (24.0, 23.6, 17.8),
-                              "Hopper": (0.0, 57.7, 45.5), "Blackwell": (0.0, 96.0, 80.0)}  # perChMaxNVLSTreeBws
+PER_CHANNEL_RING_LL128_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_RING_LL128_BW))
+PER_CHANNEL_TREE_LL128_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_TREE_LL128_BW))
+PER_CHANNEL_TREE_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_TREE_BW))
+PER_CHANNEL_NVLS_TREE_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_NVLS_TREE_BW))
 # llMaxBws [row][N1, N2, N4] GB/s, cap on LL bus bandwidth. Row = arch on one node; on several nodes
 # row 0 (Intel CPUs; row 1 is AMD / mixed vendors) -- tuning.cc. fabricsim assumes Intel hosts.
-LL_MAX_GBPS_ONE_NODE = {"Volta": 39.0, "Ampere": 87.7, "Hopper": 141.0, "Blackwell": 282.0}
-LL_MAX_GBPS_MULTI_NODE = (39.0, 39.0, 20.4)  # row 0: N1 (unused), N2, N4
+LL_MAX_GBPS_ONE_NODE = {arch: row[0] for arch, row in zip(ARCHS, K.LL_MAX_BW)}
+LL_MAX_GBPS_MULTI_NODE = K.LL_MAX_BW[0]  # row 0: N1 (unused), N2, N4
 
 # Pipelining slice: payload one channel moves per pipeline step (device.h / collectives.h).
 NCCL_STEPS = 8

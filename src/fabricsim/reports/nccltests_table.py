@@ -12,6 +12,7 @@ import io
 import json
 from dataclasses import dataclass
 
+from fabricsim.engine.result import BUSBW_FACTOR
 from fabricsim.errors import FabricsimError
 
 # Element sizes of nccl-tests' type names (src/common.cu test_typenames).
@@ -20,9 +21,8 @@ DTYPE_SIZES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint
 
 # nccl-tests busBw factor per test (src/<coll>.cu GetBw) and how its size column relates to `count`.
 _TOTAL_IS_PER_RANK_TIMES_N = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}
-_FACTOR_N_MINUS_1_OVER_N = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}
-_FACTOR_ONE = {"broadcast", "reduce", "sendrecv"}
-COLLECTIVES = ("all_reduce", *sorted(_FACTOR_N_MINUS_1_OVER_N | _FACTOR_ONE))
+COLLECTIVES = ("all_reduce", "all_gather", "alltoall", "broadcast", "gather", "reduce", "reduce_scatter", "scatter",
+               "sendrecv")
 ROOTED = {"broadcast", "reduce", "gather", "scatter"}
 
 
@@ -65,11 +65,9 @@ def bus_factor(collective: str, nranks: int) -> float:
     _check(collective)
     if nranks < 1:
         raise FabricsimError(f"nranks {nranks} is not positive: give the number of GPUs in the communicator")
-    if collective == "all_reduce":
-        return 2 * (nranks - 1) / nranks
-    if collective in _FACTOR_N_MINUS_1_OVER_N:
-        return (nranks - 1) / nranks
-    return 1.0
+    if collective in BUSBW_FACTOR:
+        return BUSBW_FACTOR[collective](nranks)
+    return (nranks - 1) / nranks  # gather / scatter (nccl-tests src/gather.cu, scatter.cu)
 
 
 def count_for(collective: str, size_bytes: int, nranks: int, elem_size: int) -> int:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from fabricsim.errors import FabricsimError
-from fabricsim.tuner import nccl_constants as K
+from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner.nccl_graph import NcclGraph, NcclSystem, comm_channels, nvls_channels, search_graphs
 from fabricsim.tuner.nccl_system import system_from_topology
 

@@ -13,7 +13,7 @@ import numpy as np
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import DeviceKind, Topology
-from fabricsim.tuner import nccl_constants as K
+from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner.nccl_graph import NcclSystem
 
 # PCIe x16 GB/s as NCCL computes it: 16 lanes x code / 80, code 60/120/240/480 for 8/16/32/64 GT/s (topo.cc).

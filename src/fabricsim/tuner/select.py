@@ -20,7 +20,7 @@ from fabricsim.engine import Job, simulate
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
-from fabricsim.tuner import nccl_constants as K
+from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner import nccl_graph, nccl_model
 
 PROTOCOLS = ("ll", "ll128", "simple")
