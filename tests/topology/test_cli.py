@@ -36,4 +36,4 @@ def test_save_then_show(tmp_path):
 
 def test_bad_cluster_raises_fabricsim_error():
     res = CliRunner().invoke(topo, ["show", "nope"])
-    assert isinstance(res.exception, FabricsimError)
+    assert isinstance(res.exception, FabricsimError) and "unknown cluster 'nope'" in str(res.exception)

@@ -18,7 +18,9 @@ def ok(**kw):
 
 
 def test_valid_megatron_layout():
-    ok(tp=4, pp=4, dp=2, cp=2, vp=5, global_batch=128)
+    par = ok(tp=4, pp=4, dp=2, cp=2, vp=5, global_batch=128)
+    assert par.n_gpus == 64 and par.micro_batches == 128 // (par.micro_batch * par.dp)
+    assert 0 < P.memory_per_gpu(L70, par) <= HBM
 
 
 @pytest.mark.parametrize("kw, n, match", [

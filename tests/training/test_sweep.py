@@ -72,6 +72,6 @@ def test_cli_errors_are_fabricsim_errors():
     from fabricsim.cli.train import train
 
     out = CliRunner().invoke(train, ["--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8,x"])
-    assert isinstance(out.exception, FabricsimError)
+    assert isinstance(out.exception, FabricsimError) and "comma-separated list of GPU counts" in str(out.exception)
     out = CliRunner().invoke(train, ["--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "3"])
-    assert isinstance(out.exception, FabricsimError)
+    assert isinstance(out.exception, FabricsimError) and "tp" in str(out.exception)

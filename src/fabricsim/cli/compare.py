@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from fabricsim.cli.options import size_options, split_list
+from fabricsim.cli.options import engine_options, size_options, split_list
 from fabricsim.cli.perf import PERF_COLLECTIVES, rows_for
 from fabricsim.errors import FabricsimError
 from fabricsim.reports import compare as report
@@ -65,14 +65,9 @@ def predict_like_log(topo, collective: str, log_rows: list[ParsedRow], **kw) -> 
 @size_options
 @click.option("--collective", default=None, type=click.Choice(PERF_COLLECTIVES),
               help="Only for logs that do not name their collective (e.g. nccl-tests v2.9 without the binary line).")
-@click.option("--algo", default=None, help="Force algorithms, as NCCL_ALGO: e.g. ring,tree,nvls.")
-@click.option("--proto", default=None, help="Force protocols, as NCCL_PROTO: ll, ll128, simple.")
+@engine_options
 @click.option("--placement", default="out", show_default=True, type=click.Choice(["out", "in"]),
               help="Compare against the out-of-place or the in-place columns of the log.")
-@click.option("--level", default="flow", show_default=True, type=click.Choice(["flow", "analytical"]),
-              help="Engine fidelity: flow-level max-min sharing, or the fast per-step bottleneck model.")
-@click.option("--model", default="fabricsim", show_default=True, type=click.Choice(["fabricsim", "nccl"]),
-              help="fabricsim: simulate every candidate on the topology; nccl: NCCL's own cost model.")
 @click.option("--plot", "plot_path", default=None, help="Also save measured vs predicted busbw vs size as this PNG.")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
 def compare(log_path, cluster, nodes, gpus, collective, algo, proto, placement, level, model, plot_path, fmt):

@@ -5,17 +5,18 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from fabricsim.cli.options import size_options, split_list
+from fabricsim.cli.options import engine_options, size_options, split_list
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.nccltests_table import (
     DTYPE_SIZES, ROOTED, PerfRow, count_for, format_csv, format_json, format_table,
 )
+from fabricsim.schedules import COLLECTIVES
 from fabricsim.topology import load_cluster
 from fabricsim.tuner import nccl_model
 from fabricsim.tuner.select import best
 from fabricsim.units import parse_size
 
-PERF_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "sendrecv")
+PERF_COLLECTIVES = COLLECTIVES  # every collective fabricsim schedules
 REDOPS = ("sum", "prod", "min", "max", "avg")
 _SIZED_BY_TOTAL = {"all_gather", "reduce_scatter", "alltoall"}
 
@@ -111,13 +112,8 @@ def _reason(choice, ch, res) -> str:
 @click.option("-d", "--datatype", default="float", show_default=True, type=click.Choice(sorted(DTYPE_SIZES)))
 @click.option("-o", "--op", "redop", default="sum", show_default=True, type=click.Choice(REDOPS))
 @click.option("-r", "--root", default=0, show_default=True, type=int, help="Root rank of broadcast / reduce.")
-@click.option("--algo", default=None, help="Force algorithms, as NCCL_ALGO: e.g. ring,tree,nvls.")
-@click.option("--proto", default=None, help="Force protocols, as NCCL_PROTO: ll, ll128, simple.")
+@engine_options
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json", "csv"]))
-@click.option("--model", default="fabricsim", show_default=True, type=click.Choice(["fabricsim", "nccl"]),
-              help="fabricsim: simulate every candidate on the topology; nccl: NCCL's own cost model.")
-@click.option("--level", default="flow", show_default=True, type=click.Choice(["flow", "analytical"]),
-              help="Engine fidelity: flow-level max-min sharing, or the fast per-step bottleneck model.")
 @click.option("--library", default="nccl", show_default=True, type=click.Choice(["nccl", "all"]),
               help="Candidates: what NCCL runs, or every fabricsim schedule (Rabenseifner, Bruck, hierarchical, ...).")
 @click.option("--explain", is_flag=True, help="Also print NCCL's model's pick per size and why fabricsim differs.")

@@ -139,7 +139,7 @@ def build_topology(spec: ClusterSpec) -> Topology:
             _add_pairs(acc, nics, cpus[r_node * C + r_local * C // R], nic.pcie_link, enter_a=nic.latency)
         gpu_nic = nics[g_node * R + g_local * R // G]
 
-    _add_scaleup(acc, spec, gpu, gpus, g_node, g_local)
+    _add_scaleup(acc, spec, gpu, gpus)
     tree = None
     if spec.fabric != "none":
         tree = _add_fabric(acc, spec, nics, nic.latency)
@@ -172,7 +172,7 @@ def _nvswitch_part(link: str) -> str:
     raise FabricsimError(f"no NVSwitch in the catalog has {link} ports: use scaleup 'nvlink-mesh' or 'pcie' for this GPU")
 
 
-def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus, g_node, g_local) -> None:
+def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus) -> None:
     """NVLink: GPU <-> domain NVSWITCH (count = links per GPU), or the DGX-1 cube-mesh."""
     if spec.scaleup == "pcie":
         return

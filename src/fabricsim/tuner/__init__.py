@@ -4,6 +4,6 @@
 tuning.cc cost model, for `--model nccl` and `--explain`.
 """
 
-from fabricsim.tuner.select import Choice, best, candidates, evaluate
+from fabricsim.tuner.select import Choice, best, candidates, plan_call
 
-__all__ = ["Choice", "best", "candidates", "evaluate"]
+__all__ = ["Choice", "best", "candidates", "plan_call"]

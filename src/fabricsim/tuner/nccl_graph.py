@@ -35,7 +35,7 @@ class NcclSystem:
     ppn: int
     compcap: int
     nvlink_bw_per_gpu: float = 0.0
-    pcie_bw: float = 24.0
+    pcie_bw: float = 24.0  # Gen4 x16 as NCCL counts it: width 16 x code 120 / 80 (topo.cc; nccl-model.md §3.3)
     nic_bw: float = 0.0
     nics_per_node: int = 0
     has_nvswitch: bool = False

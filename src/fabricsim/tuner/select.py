@@ -17,13 +17,13 @@ import numpy as np
 
 from fabricsim import schedules
 from fabricsim.engine import Job, simulate
+from fabricsim.engine.protocols import PROTOCOLS
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
 from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner import nccl_graph, nccl_model
 
-PROTOCOLS = ("ll", "ll128", "simple")
 # NCCL's algorithms per collective (src/device/generate.py algos_of_coll; nccl-model.md §1.2). AllToAll and
 # SendRecv are NCCL point-to-point operations: all pairs at once, through PXN on rail-optimised fabrics.
 NCCL_ALGOS = {
@@ -119,6 +119,9 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     network peer); None: the NCCL release fabricsim's constants follow (NCCL_VERSION)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
     pairs = _filter(candidates(topo, collective, ranks, library if not algos else "all"), algos, protos, collective)
+    if not pairs:
+        raise FabricsimError(f"no algorithm applies to {collective} on these {len(ranks)} ranks of {topo.name}: "
+                             "use more ranks or another collective")
     timed = []
     for algo, proto in pairs:
         res, job = _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root, nccl_version)
@@ -128,20 +131,12 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     return Choice(algo, proto, res, tuple((a, p, tt) for tt, a, p, _, _ in timed), job)
 
 
-def evaluate(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, *, ranks: np.ndarray,
-             elem_size: int = 4, level: str = "flow", root: int = 0, nccl_version: tuple[int, int] | None = None) -> Result:
-    """Engine time of one (algorithm, protocol) for one message size on these ranks, on the
-    channels NCCL would give it."""
-    return _timed(topo, collective, algo, proto, nbytes, np.asarray(ranks, dtype=np.int32), elem_size, level, root,
-                  nccl_version)[0]
-
-
 def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, *,
               elem_size: int = 4, root: int = 0, nccl_version: tuple[int, int] | None = None) -> Job:
     """The engine job for one call: the schedule, NCCL's channels for it and the network p2p cap."""
     ranks = np.asarray(ranks, dtype=np.int32)
     structure = structure_for(topo, ranks)
-    sched_channels, channels = channel_plan(topo, collective, algo, proto, nbytes, ranks, structure)
+    sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure)
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
                                         channels=sched_channels)
     channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
@@ -178,7 +173,8 @@ def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version: tuple[int,
 
     src/graph/paths.cc ncclTopoGetNchannels / ncclTopoComputeP2p*; channels per peer are the minimum over
     peers (NVLink peers 2 x links, PCIe peers 2, network peers as below), rounded up to a power of two.
-    v2.29+: a network peer gets max(NICs, ceil(NIC GB/s / 14)) channels, then, with several nodes, the
+    v2.29+: a network peer gets max(NICs per GPU, ceil(NIC GB/s / 14)) channels (fabricsim's clusters give
+    each GPU one NIC, so the second term decides), then, with several nodes, the
     count halves while channels x ceil(nRanks / 8) exceed p2pnChannels (every peer fits one round).
     v2.20-2.28: a network peer starts at 2 channels, halving while 2 x nRanks > 4 x comm channels.
     Before v2.20: NCCL_NCHANNELS_PER_NET_PEER, default 2."""
@@ -209,7 +205,7 @@ _NCCL_GRAPH = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls_tree": "NVL
                "collnet_direct": "CollNetDirect", "collnet_chain": "CollNetChain", "pat": "PAT"}
 
 
-def channel_plan(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray,
+def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
                  structure: schedules.Structure) -> tuple[int, int]:
     """(channels the schedule is built with, channels the engine runs).
 

@@ -12,15 +12,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from fabricsim.engine.result import BUSBW_FACTOR
+from fabricsim.engine import nccl_constants as K
 from fabricsim.errors import FabricsimError
+from fabricsim.units import GB, US
 from fabricsim.topology import build
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.tuner import nccl_model
 from fabricsim.tuner.select import NCCL_ALGOS, best, candidates
 from fabricsim.validation.calibration import Case, Skip, cases, load_rows, sweep_sizes
 
-NCCL_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+NCCL_COLLECTIVES = tuple(K.FUNCS)  # the collectives NCCL's cost model prices
 
 
 @dataclass(frozen=True)
@@ -69,22 +70,20 @@ def predict(case: Case, level: str = "flow") -> Prediction:
     """fabricsim's prediction (and NCCL's model's) for one case."""
     topo = _topology(case.spec)
     ranks = np.asarray(case.ranks, dtype=np.int32)
-    n = len(ranks)
-    factor = BUSBW_FACTOR[case.collective](n)
     algos = _algos(case, topo, ranks)
     best_bus, best_time, pick = -1.0, None, ("", "")
     for size in _sizes(case):
         choice = best(topo, case.collective, int(size), ranks=ranks, algos=algos, level=level,
                       nccl_version=case.nccl_version)
-        bus = choice.result.busbw / 1e9
+        bus = choice.result.busbw / GB
         if bus > best_bus:
             best_bus, best_time, pick = bus, choice.result.time, (choice.algorithm, choice.protocol)
-    predicted = best_time * 1e6 if case.metric == "time" else best_bus
-    nccl_pred, nccl_algo = _nccl(case, topo, ranks, factor)
+    predicted = best_time / US if case.metric == "time" else best_bus
+    nccl_pred, nccl_algo = _nccl(case, topo, ranks)
     return Prediction(case, predicted, pick[0], pick[1], nccl_pred, nccl_algo)
 
 
-def _nccl(case: Case, topo, ranks, factor) -> tuple[float | None, str | None]:
+def _nccl(case: Case, topo, ranks) -> tuple[float | None, str | None]:
     if case.collective not in NCCL_COLLECTIVES:
         return None, None
     try:
@@ -93,12 +92,12 @@ def _nccl(case: Case, topo, ranks, factor) -> tuple[float | None, str | None]:
         best_bus, best_time, algo = -1.0, None, None
         for size in _sizes(case):
             ch = nccl_model.nccl_predict(system, case.collective, int(size), algo=algos)
-            bus = ch.busbw / 1e9
+            bus = ch.busbw / GB
             if bus > best_bus:
                 best_bus, best_time, algo = bus, ch.time_s, ch.algo
     except FabricsimError:
         return None, None
-    return (best_time * 1e6 if case.metric == "time" else best_bus), algo
+    return (best_time / US if case.metric == "time" else best_bus), algo
 
 
 def run(path=None, level: str = "flow") -> tuple[list[Prediction], list[Skip]]:

@@ -145,7 +145,7 @@ def _spec_for(gpu: str, hw: dict, row: dict) -> tuple[ClusterSpec | None, str]:
     else:
         spec = preset_spec(preset, nodes=nodes)
     # IB SHARP (CollNet) runs only where the source says it was active: NCCL_COLLNET_ENABLE defaults to off.
-    changes = {"sharp": bool(re.search(r"sharp active|sharp-capable", desc))}
+    changes = {"sharp": "sharp active" in desc}
     if re.search(r"\broce", desc):
         changes.update(fabric="roce", nic=hardware.nic_for_speed(spec.nic_gbps, "roce").name,
                        leaf_switch="sn5600", spine_switch="sn5600")
