@@ -82,3 +82,14 @@ def test_size_sweep_follows_nccl_tests():
     assert sizes(100, 350, None, 100) == [100, 200, 300]
     with pytest.raises(FabricsimError):
         sizes(8, 64, 2.0, 8)
+
+
+def test_trace_is_perfetto_json(capsys, tmp_path):
+    path = tmp_path / "trace.json"
+    rc, _, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "--nodes", "2", "-b", "1M", "-e", "64M", "-f", "8",
+                   "--trace", str(path))
+    assert rc == 0
+    events = json.loads(path.read_text())["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert spans and all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+    assert any(e["ph"] == "M" and e["name"] == "process_name" for e in events)

@@ -6,6 +6,7 @@ import click
 import numpy as np
 
 from fabricsim.cli.options import engine_options, size_options, split_list
+from fabricsim.engine import to_perfetto
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.nccltests_table import (
     DTYPE_SIZES, ROOTED, PerfRow, count_for, format_csv, format_json, format_table,
@@ -117,8 +118,10 @@ def _reason(choice, ch, res) -> str:
 @click.option("--library", default="nccl", show_default=True, type=click.Choice(["nccl", "all"]),
               help="Candidates: what NCCL runs, or every fabricsim schedule (Rabenseifner, Bruck, hierarchical, ...).")
 @click.option("--explain", is_flag=True, help="Also print NCCL's model's pick per size and why fabricsim differs.")
+@click.option("--trace", "trace_path", default=None,
+              help="Write a Chrome/Perfetto trace (JSON, open in ui.perfetto.dev) of the largest size's simulation.")
 def perf(collective, cluster, nodes, gpus, minbytes, maxbytes, stepfactor, stepbytes, datatype, redop, root, algo,
-         proto, fmt, model, level, library, explain):
+         proto, fmt, model, level, library, explain, trace_path):
     """Predict nccl-tests output for COLLECTIVE on a cluster (time, algbw, busbw per size)."""
     topo = load_cluster(cluster, nodes=nodes, gpus=gpus)
     n = topo.n_gpus
@@ -131,6 +134,10 @@ def perf(collective, cluster, nodes, gpus, minbytes, maxbytes, stepfactor, stepb
     rows = rows_for(topo, collective, size_list, dtype=datatype, redop=redop, root=root, algos=split_list(algo),
                     protos=split_list(proto), level=level, library=library, model=model)
     perf_rows = [r for r, _ in rows]
+    if trace_path:
+        if model != "fabricsim":
+            raise FabricsimError("--trace records fabricsim's simulation: drop --model nccl to write a trace")
+        to_perfetto(rows[-1][1].result, trace_path)
     if fmt == "json":
         click.echo(format_json(perf_rows))
     elif fmt == "csv":
