@@ -139,12 +139,22 @@ def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algo
         classes.update(np.unique(fs.hop).tolist())
     once = model.base_latency + (0.0 if model.per_step_latency else float(sum(hw[c] for c in classes)))
     union = concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)])
-    biggest = max((float(fs.payload.max()) for fs in patterns if fs.n_flows), default=0.0)
+    biggest = max((_channel_bytes(fs, channels) for fs in patterns if fs.n_flows), default=0.0)
     slices = max(1, math.ceil(biggest / model.slice_bytes))
     algbw_cap = model.busbw_cap_per_channel * channels * model.bus_to_alg
     plan = _Plan(collective, algorithm, nranks, nbytes, protocol, patterns, order_a, rep_a, lat, once, union, slices,
                  algbw_cap)
     return plan, model
+
+
+def _channel_bytes(fs: FlowSet, channels: int) -> float:
+    """Bytes one channel of the busiest rank moves in this step: what NCCL cuts into pipeline slices. Each
+    channel handles 1/channels of every rank's data (an NVLS head's share of all chunks included), so the
+    slices a step is pipelined over follow the rank's whole send, not one flow's share of it."""
+    sent = fs.src >= 0
+    if not sent.any():  # only switch-sourced flows: every receiver gets its payload
+        return float(fs.payload.max())
+    return float(np.bincount(fs.src[sent], weights=(fs.payload * fs.mult)[sent]).max()) / max(channels, 1)
 
 
 def _pattern_key(st: StepTraffic) -> bytes:
