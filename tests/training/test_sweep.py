@@ -15,12 +15,12 @@ def fake(topo):
     return AlphaBeta(domain=int(topo.features["gpus_per_domain"]))
 
 
-def test_weak_scaling_grows_tokens_per_s_until_the_wall():
+def test_default_batch_is_about_4m_tokens_and_tokens_per_s_grows():
     template = P.Parallelism(tp=8, pp=1, micro_batch=1, global_batch=0)
     res = scaling(MODELS["llama3-8b"], "dgx-h100", [8, 16, 32, 64], template, comm_factory=fake)
     tps = [r.tokens_per_s for r in res]
     assert all(b >= a for a, b in zip(tps, tps[1:]))
-    assert [r.parallelism.global_batch for r in res] == [1, 2, 4, 8]  # fixed work per replica
+    assert [r.parallelism.global_batch for r in res] == [512] * 4  # 4M tokens of 8,192-token sequences
     assert scaling_wall(res).gpus is None
 
 

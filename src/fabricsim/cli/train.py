@@ -19,7 +19,7 @@ GROUPS = ("tp", "cp", "ep", "pp", "dp")
 
 def _counts(text: str) -> list[int]:
     try:
-        counts = [int(x) for x in text.split(",") if x.strip()]
+        counts = [int(x) for x in text.split(",")]
     except ValueError:
         raise FabricsimError(f"--gpus '{text}' is not a comma-separated list of GPU counts, e.g. 8,64,512") from None
     if not counts or min(counts) < 1:
@@ -77,17 +77,19 @@ def _plot(path: str, runs: dict, walls: dict) -> None:
 @click.option("--model", "model_name", required=True, help="built-in model name or a YAML model file")
 @click.option("--cluster", required=True, help="cluster preset name or YAML file")
 @click.option("--gpus", required=True, help="GPU counts to sweep, comma separated, e.g. 8,64,512")
-@click.option("--tp", type=int, help="tensor parallel size (default: chosen per GPU count)")
-@click.option("--pp", type=int, help="pipeline parallel size")
-@click.option("--dp", type=int, help="data parallel size (default: what is left)")
-@click.option("--ep", type=int, help="expert parallel size (carved out of DP)")
-@click.option("--cp", type=int, help="context parallel size")
-@click.option("--vp", type=int, help="virtual (interleaved) stages per pipeline rank")
+@click.option("--tp", type=click.IntRange(min=1), help="tensor parallel size (default: chosen per GPU count)")
+@click.option("--pp", type=click.IntRange(min=1), help="pipeline parallel size")
+@click.option("--dp", type=click.IntRange(min=1), help="data parallel size (default: what is left)")
+@click.option("--ep", type=click.IntRange(min=1), help="expert parallel size (carved out of DP)")
+@click.option("--cp", type=click.IntRange(min=1), help="context parallel size")
+@click.option("--vp", type=click.IntRange(min=1), help="virtual (interleaved) stages per pipeline rank")
 @click.option("--zero", type=click.IntRange(0, 3), help="ZeRO stage (3 = FSDP; default 1, Megatron's distributed optimizer)")
 @click.option("--sp/--no-sp", "sp", default=None, help="sequence parallelism with TP (default on)")
 @click.option("--seq", type=int, help="sequence length (default: the model's)")
-@click.option("--global-batch", type=int, help="sequences per step, fixed across counts (default: fixed per replica)")
-@click.option("--micro-batch", type=int, default=1, show_default=True, help="sequences per micro-batch")
+@click.option("--global-batch", type=click.IntRange(min=1),
+              help="sequences per step, fixed across counts (default: about 4M tokens, Llama 3's batch, and at least "
+                   "4 micro-batches per pipeline stage)")
+@click.option("--micro-batch", type=click.IntRange(min=1), default=1, show_default=True, help="sequences per micro-batch")
 @click.option("--precision", type=click.Choice(P.PRECISIONS), default="bf16", show_default=True)
 @click.option("--recompute", type=click.Choice(P.RECOMPUTE), default="selective", show_default=True)
 @click.option("--efficiency", type=float, help="fraction of dense peak compute reaches (default: published figure per GPU)")

@@ -62,8 +62,27 @@ class Parallelism:
         return " ".join(parts)
 
 
-def resolve(par: Parallelism, n_gpus: int) -> Parallelism:
-    """Fill dp (from the GPU count) and global_batch (one micro-batch per DP rank) when left at 0."""
+# Default batch when none is given: about 4M tokens per step, the batch Llama 3 405B pre-training started with
+# ("initial batch size of 4M tokens", Llama 3 paper, arXiv:2407.21783 s3.4.1; GPT-3 175B used 3.2M, Brown et al.
+# 2020 Table 2.1), and at least 4 micro-batches per pipeline stage so the 1F1B bubble stays near 20%
+# (Narayanan et al. 2021, arXiv:2104.04473 s2.2).
+DEFAULT_BATCH_TOKENS = 4 * 2**20
+MIN_MICRO_BATCHES_PER_STAGE = 4
+
+
+def default_global_batch(par: Parallelism, seq: int) -> int:
+    """Sequences per step when the user gives none (see DEFAULT_BATCH_TOKENS), a multiple of micro_batch * dp."""
+    per_step = par.micro_batch * par.dp
+    want = max(-(-DEFAULT_BATCH_TOKENS // seq), MIN_MICRO_BATCHES_PER_STAGE * par.pp * per_step if par.pp > 1 else 1)
+    return -(-want // per_step) * per_step
+
+
+def resolve(par: Parallelism, n_gpus: int, seq: int | None = None) -> Parallelism:
+    """Fill dp (from the GPU count) and, with `seq`, global_batch (default_global_batch; without `seq`, one
+    micro-batch per DP rank) when left at 0."""
+    for key in ("tp", "pp", "cp", "ep", "vp", "micro_batch"):
+        if getattr(par, key) < 1:
+            raise FabricsimError(f"{key} must be at least 1 (got {getattr(par, key)})")
     if par.dp == 0:
         model_parallel = par.tp * par.pp * par.cp
         if n_gpus % model_parallel:
@@ -71,7 +90,7 @@ def resolve(par: Parallelism, n_gpus: int) -> Parallelism:
                 f"{n_gpus} GPUs cannot be split into tp*pp*cp = {model_parallel}-GPU replicas: use a GPU count that is a multiple of {model_parallel}")
         par = replace(par, dp=n_gpus // model_parallel)
     if par.global_batch == 0:
-        par = replace(par, global_batch=par.micro_batch * par.dp)
+        par = replace(par, global_batch=default_global_batch(par, seq) if seq else par.micro_batch * par.dp)
     return par
 
 
@@ -172,9 +191,7 @@ def default_parallelism(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm
         for tp in tps:
             if n_gpus % (tp * pp):
                 continue
-            par = resolve(Parallelism(tp=tp, pp=pp, **overrides), n_gpus)
-            if "global_batch" not in overrides and pp > 1:
-                par = replace(par, global_batch=par.micro_batch * par.dp * 4 * pp)  # m = 4*pp keeps the 1F1B bubble near 20%
+            par = resolve(Parallelism(tp=tp, pp=pp, **overrides), n_gpus, model.seq)
             try:
                 validate(model, par, n_gpus, gpus_per_domain, hbm_bytes)
             except FabricsimError as err:

@@ -53,7 +53,7 @@ def layout_for(model: ModelSpec, template: P.Parallelism | None, n_gpus: int, to
     per_domain = int(topo.features.get("gpus_per_domain", topo.features.get("gpus_per_node", 1)))
     if template is None:
         return P.default_parallelism(model, n_gpus, per_domain, gpu.hbm_bytes, **defaults)
-    par = P.resolve(template, n_gpus)
+    par = P.resolve(template, n_gpus, model.seq)
     P.validate(model, par, n_gpus, per_domain, gpu.hbm_bytes)
     return par
 
@@ -68,15 +68,9 @@ def scaling(model: ModelSpec, cluster, gpu_counts: Sequence[int], template: P.Pa
     if not counts or counts[0] < 1:
         raise FabricsimError("give at least one GPU count >= 1, e.g. --gpus 8,64,512")
     results: list[StepResult] = []
-    micro_batches = None
     for n in counts:
         topo = cluster_topology(cluster, n)
-        tmpl = template
-        if tmpl is not None and tmpl.global_batch == 0 and micro_batches is not None:
-            dp = n // (tmpl.tp * tmpl.pp * tmpl.cp) if tmpl.dp == 0 else tmpl.dp
-            tmpl = replace(tmpl, global_batch=micro_batches * tmpl.micro_batch * dp)
-        par = layout_for(model, tmpl, n, topo, **defaults)
-        micro_batches = micro_batches or par.micro_batches
+        par = layout_for(model, template, n, topo, **defaults)
         results.append(step_time(model, par, topology_gpu(topo), comm_factory(topo), efficiency))
     return results
 
