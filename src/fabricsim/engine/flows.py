@@ -118,12 +118,12 @@ def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarr
     )
 
 
-def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes: float, latency: float,
+def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes, latency: float,
                   hop: int, conns: int) -> FlowSet:
     """One single-link flow per link of an in-network operation's tree; `ends` is the GPU rank at the link's
-    GPU side (-1 between switches)."""
+    GPU side (-1 between switches); `nbytes` per link or one for all."""
     n = links.shape[0]
-    payload = np.full(n, nbytes / conns)
+    payload = np.broadcast_to(np.asarray(nbytes, dtype=np.float64) / conns, (n,)).copy()
     return FlowSet(
         edge_flow=np.arange(n, dtype=np.int64), edge_link=links.astype(np.int64), nbytes=payload, payload=payload,
         mult=np.full(n, float(conns)), rate_cap=np.full(n, np.inf), latency=np.full(n, latency),
@@ -132,32 +132,39 @@ def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes
     )
 
 
-def nvls_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, model: ProtocolModel,
+def nvls_flows(topo: Topology, ops: list[tuple[np.ndarray, np.ndarray, float]], model: ProtocolModel,
                conns: int) -> FlowSet:
-    """NVLink SHARP: each input's GPU->NVSwitch link and each output's NVSwitch->GPU link carry the chunk,
-    at NCCL's nvlsEfficiency (the multimem loads/stores reach less than NVLink's bulk rate)."""
+    """NVLink SHARP, every (inputs, outputs, nbytes) operation of a step at once: each input's GPU->NVSwitch
+    link and each output's NVSwitch->GPU link carry the chunk, at NCCL's nvlsEfficiency (the multimem
+    loads/stores reach less than NVLink's bulk rate)."""
     if model.nvls_efficiency <= 0:
         raise FabricsimError("NVLS needs Hopper or newer GPUs (NCCL nvlsEfficiency is 0 before sm_90): use a ring or tree schedule")
     up = _nvswitch_uplink(topo)
-    ranks = np.concatenate([inputs, outputs]).astype(np.int64)
+    ranks = np.concatenate([np.concatenate([i, o]) for i, o, _ in ops]).astype(np.int64)
+    is_up = np.concatenate([np.arange(len(i) + len(o)) < len(i) for i, o, _ in ops])
+    nbytes = np.concatenate([np.full(len(i) + len(o), b) for i, o, b in ops])
     links = up[ranks]
     if (links < 0).any():
         bad = int(ranks[links < 0][0])
         raise FabricsimError(f"GPU rank {bad} has no NVSwitch link, so NVLS cannot run on it: use a ring or tree schedule, or a topology with NVSwitch")
-    is_up = np.arange(ranks.shape[0]) < inputs.shape[0]
     links = np.where(is_up, links, links ^ 1)
     flows = _switch_flows(links, ranks, is_up, nbytes, 2 * float(topo.link_latency[links].max()), HOP_NVLINK, conns)
     return replace(flows, nbytes=flows.payload / (model.wire_efficiency * model.nvls_efficiency))
 
 
+_UPLINKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _nvswitch_uplink(topo: Topology) -> np.ndarray:
-    """Per GPU rank, its link to the NVSwitch device of its domain (-1: none). NVSwitch chips of a domain are
-    one logical device (topology convention), so there is at most one."""
-    to_nvs = (topo.dev_kind[topo.link_src] == DeviceKind.GPU) & (topo.dev_kind[topo.link_dst] == DeviceKind.NVSWITCH)
-    by_dev = np.full(topo.n_devices, -1, dtype=np.int64)
-    lk = np.flatnonzero(to_nvs)
-    by_dev[topo.link_src[lk[::-1]]] = lk[::-1]  # lowest link index wins
-    return by_dev[topo.gpu_device]
+    """Per GPU rank, its link to the NVSwitch device of its domain (-1: none; cached per topology). NVSwitch
+    chips of a domain are one logical device (topology convention), so there is at most one."""
+    if topo not in _UPLINKS:
+        to_nvs = (topo.dev_kind[topo.link_src] == DeviceKind.GPU) & (topo.dev_kind[topo.link_dst] == DeviceKind.NVSWITCH)
+        by_dev = np.full(topo.n_devices, -1, dtype=np.int64)
+        lk = np.flatnonzero(to_nvs)
+        by_dev[topo.link_src[lk[::-1]]] = lk[::-1]  # lowest link index wins
+        _UPLINKS[topo] = by_dev[topo.gpu_device]
+    return _UPLINKS[topo]
 
 
 def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, model: ProtocolModel,
@@ -262,14 +269,17 @@ def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, model: Pr
     """All flows of one step: routed transfers plus every in-network operation's links."""
     parts = [p2p_flows(topo, gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64), model,
                        conns, pxn, adaptive)]
+    nvls = []
     for kind, inputs, outputs, nbytes in st.innet:
         if nbytes <= 0:
             continue
         gin, gout = gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)]
         if kind == "nvls":
-            parts.append(nvls_flows(topo, gin, gout, float(nbytes), model, conns))
+            nvls.append((gin, gout, float(nbytes)))
         elif kind == "sharp":
             parts.append(sharp_flows(topo, gin, gout, float(nbytes), model, conns))
         else:
             raise FabricsimError(f"unknown in-network operation '{kind}': the engine times 'nvls' and 'sharp'")
+    if nvls:
+        parts.append(nvls_flows(topo, nvls, model, conns))
     return concat(parts)
