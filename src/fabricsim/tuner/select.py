@@ -76,6 +76,8 @@ def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str 
     applicable = schedules.applicable(collective, structure)
     if library == "nccl":
         algos = [a for a in NCCL_ALGOS[collective] if a in applicable]
+        if "pat" in algos and structure.ranks_per_node > 1:  # ncclPatEnable: nNodes == nRanks (nccl-model.md §1.3)
+            algos.remove("pat")
         if collective == "alltoall" and "pxn" in algos and not topo.features.get("rail_optimized"):
             algos.remove("pxn")
         if collective == "alltoall" and "pxn" in algos:
