@@ -102,7 +102,7 @@ def test_too_big_for_three_levels_without_rails():
 def test_non_multiple_gpu_counts():
     _err(lambda: load_cluster("dgx-h100", gpus=12), "12 GPUs is not a multiple of 8 GPUs per node: use 8 or 16")
     _err(lambda: load_cluster("gb200-nvl72", gpus=100), "not a multiple of 72 GPUs per rack")
-    _err(lambda: load_cluster("gb200-nvl72", nodes=20), "multiple of 18 trays")
+    _err(lambda: load_cluster("gb200-nvl72", nodes=20), "multiple of the 18 trays")
     _err(lambda: load_cluster("dgx-h100", nodes=2, gpus=16), "not both")
 
 
@@ -113,7 +113,7 @@ def test_unknown_cluster_lists_presets():
 
 def test_nic_speed_and_switch_kind_mismatch():
     _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, nic_gbps=800.0)), "slower than nic_gbps 800")
-    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, fabric="roce")), "infiniband switch but fabric is roce")
+    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, fabric="roce")), "'infiniband' switch but the fabric is 'roce'")
 
 
 @pytest.mark.parametrize("corrupt,match", [

@@ -34,7 +34,7 @@ def render(s: dict) -> str:
     """The summary as an aligned, deterministic text report."""
     rows = [
         ("cluster", s["name"]),
-        ("GPUs", f"{s['gpus']:,} x {s['gpu']} ({s['nodes']:,} nodes, {s['gpus_per_domain']} GPUs per NVLink domain)"),
+        ("GPUs", f"{s['gpus']:,} x {s['gpu']} ({s['nodes']:,} node{'s' * (s['nodes'] != 1)}, {s['gpus_per_domain']} GPUs per NVLink domain)"),
         ("scale-up per GPU", f"{_bw(s['scaleup_bw_per_gpu'])}/dir, {_bw(s['scaleup_bw_per_gpu_bidir'])} both ({s['scaleup_tech']})"),
         ("PCIe per GPU", f"{_bw(s['pcie_bw_per_gpu'])}/dir; host link {_bw(s['host_link_bw_per_gpu'])}/dir"),
         ("NVLink : PCIe", f"{s['nvlink_to_pcie']:.1f}x" if s["nvlink_to_pcie"] else "no NVLink"),

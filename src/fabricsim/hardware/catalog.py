@@ -78,7 +78,7 @@ def _lookup(what: str, name: str):
     key = index.get(_norm(name))
     if key is None:
         raise FabricsimError(
-            f"unknown {what} '{name}'; known {what}s: {', '.join(catalog)}; "
+            f"unknown {what} '{name}'; known {what} names: {', '.join(catalog)}; "
             f"use one of these names or add the {what} to {module}"
         )
     return catalog[key]

@@ -19,7 +19,9 @@ def _size(preset: str, per_unit: int, unit: str, nodes_per_unit: int, nodes: int
     if nodes is not None and gpus is not None:
         raise FabricsimError(f"preset {preset}: give nodes or gpus, not both")
     if gpus is not None:
-        if gpus <= 0 or gpus % per_unit:
+        if gpus <= 0:
+            raise FabricsimError(f"preset {preset}: --gpus must be a positive multiple of {per_unit}, got {gpus}")
+        if gpus % per_unit:
             lo = max(per_unit, gpus // per_unit * per_unit)
             raise FabricsimError(
                 f"preset {preset}: {gpus} GPUs is not a multiple of {per_unit} GPUs per {unit}: use {lo} or {lo + per_unit}"
@@ -27,9 +29,11 @@ def _size(preset: str, per_unit: int, unit: str, nodes_per_unit: int, nodes: int
         return gpus // per_unit * nodes_per_unit
     if nodes is None:
         return default_nodes
-    if nodes <= 0 or nodes % nodes_per_unit:
+    if nodes <= 0:
+        raise FabricsimError(f"preset {preset}: --nodes must be positive, got {nodes}")
+    if nodes % nodes_per_unit:
         raise FabricsimError(
-            f"preset {preset}: {nodes} nodes is not a positive multiple of {nodes_per_unit} trays per {unit}"
+            f"preset {preset}: {nodes} nodes is not a multiple of the {nodes_per_unit} trays per {unit}: use whole {unit}s"
         )
     return nodes
 
