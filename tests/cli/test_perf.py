@@ -93,3 +93,9 @@ def test_trace_is_perfetto_json(capsys, tmp_path):
     spans = [e for e in events if e["ph"] == "X"]
     assert spans and all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
     assert any(e["ph"] == "M" and e["name"] == "process_name" for e in events)
+
+
+def test_algo_exclusion_as_nccl_algo_caret(capsys):
+    rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G", "--algo", "^nvls",
+                     "--format", "json")
+    assert rc == 0 and json.loads(out)[0]["algo"] in ("ring", "tree")

@@ -36,7 +36,9 @@ def _table(results, wall) -> str:
     ] for r in results]
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(x.rjust(w) for x, w in zip(line, widths)) for line in [head, *rows]]
-    return "\n".join(lines + [_wall_line(wall)])
+    note = ("comm % and the per-group ms columns are communication left exposed after overlap (totals: --format json); "
+            f"compute at {results[0].efficiency:.1%} of peak ({results[0].efficiency_source})")
+    return "\n".join(lines + [note, _wall_line(wall)])
 
 
 def _wall_line(wall) -> str:

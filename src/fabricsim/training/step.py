@@ -64,6 +64,7 @@ class StepResult:
     mfu_bf16: float  # against the dense BF16 peak
     mfu: float  # against the dense peak of the run's precision
     efficiency: float
+    efficiency_source: str  # where the compute efficiency comes from
     compute: float  # s per step
     bubble: float
     exposed: dict[str, float]  # group type -> exposed seconds per step
@@ -107,7 +108,7 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
     """Time one optimizer step of `model` laid out as `par` (resolved and validated) on GPUs of type `gpu` (a hardware.GPU)."""
     n, m, b, s, h = par.n_gpus, par.micro_batches, par.micro_batch, model.seq, model.hidden
     peak = gpu.fp8_flops if par.precision == "fp8" else gpu.bf16_flops
-    eff = efficiency if efficiency is not None else default_efficiency(gpu.arch, par.precision)[0]
+    eff, eff_source = (efficiency, "set by the user") if efficiency is not None else default_efficiency(gpu.arch, par.precision)
     tokens = par.global_batch * s
 
     model_flops = model.flops_per_token(s) * tokens
@@ -159,7 +160,7 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
     return StepResult(
         model=model.name, n_gpus=n, layout=par.label(), parallelism=par, step_time=t_step,
         tokens_per_s=tokens / t_step, tflops_per_gpu=achieved / 1e12, mfu_bf16=achieved / gpu.bf16_flops,
-        mfu=achieved / peak, efficiency=eff, compute=compute, bubble=bubble, exposed=exposed, comm_total=total,
+        mfu=achieved / peak, efficiency=eff, efficiency_source=eff_source, compute=compute, bubble=bubble, exposed=exposed, comm_total=total,
         call_time=dict(timer.calls), detail=dict(timer.detail),
     )
 

@@ -91,7 +91,10 @@ def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str 
 
 def _filter(pairs: list[tuple[str, str]], algos, protos, collective: str) -> list[tuple[str, str]]:
     if algos:
-        # As NCCL_ALGO: a list of allowed algorithms; it is an error only when none of them applies.
+        # As NCCL_ALGO: a list of allowed algorithms ('^a,b': all but these); an error only when none applies.
+        if algos[0].startswith("^"):
+            excluded = {a.lstrip("^") for a in algos}
+            algos = [a for a in dict.fromkeys(p[0] for p in pairs) if a not in excluded]
         kept = [p for p in pairs if p[0] in algos]
         if not kept:
             offered = sorted({p[0] for p in pairs})
@@ -120,7 +123,9 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     `nccl_version` (major, minor) selects version-dependent NCCL rules (point-to-point channels per
     network peer); None: the NCCL release fabricsim's constants follow (NCCL_VERSION)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
-    pairs = _filter(candidates(topo, collective, ranks, library if not algos else "all"), algos, protos, collective)
+    # A forced list may name any fabricsim schedule; an exclusion ('^nvls') narrows the library's own candidates.
+    forced = bool(algos) and not algos[0].startswith("^")
+    pairs = _filter(candidates(topo, collective, ranks, "all" if forced else library), algos, protos, collective)
     if not pairs:
         raise FabricsimError(f"no algorithm applies to {collective} on these {len(ranks)} ranks of {topo.name}: "
                              "use more ranks or another collective")
