@@ -12,7 +12,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.training import parallel as P
 from fabricsim.training.models import load_model
 from fabricsim.training.sweep import scaling, scaling_wall
-from fabricsim.training.variants import VARIANTS, variant
+from fabricsim.training.variants import NVL72_DOMAIN, VARIANTS, variant
 
 GROUPS = ("tp", "cp", "ep", "pp", "dp")
 
@@ -115,25 +115,35 @@ def train(model_name, cluster, gpus, tp, pp, dp, ep, cp, vp, zero, sp, seq, glob
     template = P.Parallelism(**explicit, **common) if explicit else None
     defaults = {} if template else {k: v for k, v in common.items() if not (k == "global_batch" and v == 0)}
 
-    runs, walls = {}, {}
-    clusters = {"baseline": cluster}
+    runs, walls, failed = {}, {}, {}
+    runs["baseline"] = scaling(model, cluster, counts, template, efficiency=efficiency, **defaults)
+    walls["baseline"] = scaling_wall(runs["baseline"])
     if compare:
         spec = topology.load_cluster(cluster).spec
-        clusters.update({name: variant(spec, name) for name in compare})
-    for label, target in clusters.items():
-        runs[label] = scaling(model, target, counts, template, efficiency=efficiency, **defaults)
-        walls[label] = scaling_wall(runs[label])
+        for name in compare:  # a variant that cannot run this job is reported, the others still run
+            if name == "nvl72" and any(n % NVL72_DOMAIN for n in counts):
+                failed[name] = (f"NVL72 domains hold {NVL72_DOMAIN} GPUs: use GPU counts that are multiples of "
+                                f"{NVL72_DOMAIN} (e.g. 72,576,4608)")
+                continue
+            try:
+                runs[name] = scaling(model, variant(spec, name), counts, template, efficiency=efficiency, **defaults)
+                walls[name] = scaling_wall(runs[name])
+            except FabricsimError as err:
+                failed[name] = str(err)
 
     if fmt == "json":
         out = {label: {"results": [r.as_dict() for r in res], "wall_gpus": walls[label].gpus,
                        "marginal_efficiency": walls[label].marginal} for label, res in runs.items()}
+        out.update({label: {"error": why} for label, why in failed.items()})
         click.echo(json.dumps(out, indent=2))
     else:
         for label, res in runs.items():
             title = f"{model.name} on {cluster}" + ("" if label == "baseline" else f" with {VARIANTS[label][0]}")
             click.echo(f"{title}\n{_table(res, walls[label])}\n")
-        if compare:
+        if len(runs) > 1:
             click.echo(_compare_table(runs))
+        for name, why in failed.items():
+            click.echo(f"--compare {name}: cannot run this job: {why}")
     if plot:
         _plot(plot, runs, walls)
 
