@@ -20,6 +20,7 @@ from fabricsim.units import parse_size
 PERF_COLLECTIVES = COLLECTIVES  # every collective fabricsim schedules
 REDOPS = ("sum", "prod", "min", "max", "avg")
 _SIZED_BY_TOTAL = {"all_gather", "reduce_scatter", "alltoall"}
+_REDUCING = {"all_reduce", "reduce_scatter", "reduce"}  # nccl-tests prints the redop for these, 'none' otherwise
 
 
 def sizes(minbytes: int, maxbytes: int, factor: float | None, step: int | None) -> list[int]:
@@ -56,16 +57,17 @@ def rows_for(topo, collective: str, size_list: list[int], *, dtype: str, redop: 
         count = count_for(collective, size, n, elem)
         nbytes = count * elem * (n if collective in _SIZED_BY_TOTAL else 1)
         r = root if collective in ROOTED else -1
+        op = redop if collective in _REDUCING else "none"
         if model == "nccl":
             ch = nccl_model.nccl_predict(system, collective, nbytes, algo=algos, proto=protos)
-            row = PerfRow(nbytes, count, dtype, redop if collective not in ("all_gather", "alltoall", "sendrecv", "broadcast") else "none",
+            row = PerfRow(nbytes, count, dtype, op,
                           r, ch.time_s, ch.algbw, ch.busbw, ch.algo, ch.proto, ch.channels, "nccl-model")
             out.append((row, ch))
             continue
         choice = best(topo, collective, nbytes, ranks=ranks, elem_size=elem, algos=algos, protos=protos,
                       level=level, library=library, root=max(r, 0))
         res = choice.result
-        row = PerfRow(nbytes, count, dtype, redop if collective not in ("all_gather", "alltoall", "sendrecv", "broadcast") else "none",
+        row = PerfRow(nbytes, count, dtype, op,
                       r, res.time, res.algbw, res.busbw, choice.algorithm, choice.protocol, choice.channels, res.level)
         out.append((row, choice))
     return out

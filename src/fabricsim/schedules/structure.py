@@ -40,24 +40,24 @@ def flat(nranks: int) -> Structure:
     return Structure(nranks=nranks, ranks_per_node=1)
 
 
-def structure_from_topology(topo) -> Structure:
-    """The Structure of a built `fabricsim.topology.model.Topology` (NVLink domains as nodes)."""
-    n = topo.n_gpus
-    if n == 0:
+def structure_from_topology(topo, ranks=None) -> Structure:
+    """The Structure of GPU `ranks` (default: all) of a built `fabricsim.topology.model.Topology`: ranks
+    grouped by NVLink domain, in order. NVLS needs several ranks in a domain, SHARP several domains."""
+    ranks = np.arange(topo.n_gpus) if ranks is None else np.asarray(ranks)
+    if ranks.size == 0:
         raise FabricsimError(f"topology '{topo.name}' has no GPUs: build it with at least one GPU")
-    domain = np.asarray(topo.gpu_domain)
-    _, first, inverse = np.unique(domain, return_index=True, return_inverse=True)
-    label = np.argsort(np.argsort(first))[inverse]  # domains numbered in order of their first rank
-    rpn = int(np.count_nonzero(label == 0))
-    if not np.array_equal(label, np.arange(n) // rpn):
+    domain = np.asarray(topo.gpu_domain)[ranks]
+    change = np.flatnonzero(np.diff(domain)) + 1
+    sizes = np.diff(np.concatenate([[0], change, [len(ranks)]]))
+    if len(np.unique(domain)) != len(sizes) or not np.all(sizes == sizes[0]):
         raise FabricsimError(
-            f"topology '{topo.name}': GPU ranks are not grouped into equal NVLink domains of consecutive ranks "
-            f"(the first domain has {rpn}); number ranks domain by domain so rank r is in domain r // {rpn}"
+            f"topology '{topo.name}': the ranks must fill their NVLink domains evenly and in order (the same number "
+            "of GPUs from each domain, domain by domain): number ranks domain by domain"
         )
     features = topo.features or {}
     return Structure(
-        nranks=n,
-        ranks_per_node=rpn,
-        has_nvswitch=bool(features.get("nvls", False)),
-        has_sharp=bool(features.get("sharp", False)),
+        nranks=len(ranks),
+        ranks_per_node=int(sizes[0]),
+        has_nvswitch=bool(features.get("nvls", False)) and int(sizes[0]) > 1,
+        has_sharp=bool(features.get("sharp", False)) and len(sizes) > 1,
     )

@@ -55,24 +55,9 @@ class Choice:
         return int(self.job.channels)
 
 
-def structure_for(topo: Topology, ranks: np.ndarray) -> schedules.Structure:
-    """The schedule Structure of these GPU ranks: ranks grouped by NVLink domain, in order."""
-    ranks = np.asarray(ranks)
-    domain = topo.gpu_domain[ranks]
-    change = np.flatnonzero(np.diff(domain)) + 1
-    sizes = np.diff(np.concatenate([[0], change, [len(ranks)]]))
-    if len(np.unique(domain)) != len(sizes) or not np.all(sizes == sizes[0]):
-        raise FabricsimError("the ranks must fill their NVLink domains evenly and in order "
-                             "(the same number of GPUs from each domain, domain by domain)")
-    features = topo.features or {}
-    return schedules.Structure(nranks=len(ranks), ranks_per_node=int(sizes[0]),
-                               has_nvswitch=bool(features.get("nvls")) and int(sizes[0]) > 1,
-                               has_sharp=bool(features.get("sharp")) and len(sizes) > 1)
-
-
 def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str = "nccl") -> list[tuple[str, str]]:
     """Every (algorithm, protocol) that applies to `collective` on these ranks of `topo`."""
-    structure = structure_for(topo, ranks)
+    structure = schedules.structure_from_topology(topo, ranks)
     applicable = schedules.applicable(collective, structure)
     if library == "nccl":
         algos = [a for a in NCCL_ALGOS[collective] if a in applicable]
@@ -142,7 +127,7 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
               elem_size: int = 4, root: int = 0, nccl_version: tuple[int, int] | None = None) -> Job:
     """The engine job for one call: the schedule, NCCL's channels for it and the network p2p cap."""
     ranks = np.asarray(ranks, dtype=np.int32)
-    structure = structure_for(topo, ranks)
+    structure = schedules.structure_from_topology(topo, ranks)
     sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure)
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
                                         channels=sched_channels)
