@@ -97,6 +97,18 @@ def test_single_node_ring_allreduce_busbw_near_nccl():
     assert small.bound == "latency-bound"
 
 
+def test_tree_latency_counts_each_level_once():
+    """A small tree AllReduce waits for each level's hop once (NCCL tuning.cc: base + 2((ppn-1) intra +
+    log2(nNodes) inter)), plus wire latency; not for the network hop at every level."""
+    topo = load_cluster("dgx-a100", nodes=2)
+    sched = build_schedule("all_reduce", "tree", 16, structure=structure_from_topology(topo), channels=8)
+    r = simulate(topo, sched, 1024, protocol="ll", channels=8)
+    base, nvlink, net = 6.8e-6, 0.6e-6, 5.0e-6  # tuning.cc Tree/LL: baseLat, hwLat NVLink, hwLat NET
+    nccl = base + 2 * (7 * nvlink + 1 * net)
+    assert nccl < r.latency_time < nccl + 16 * 2e-6  # 16 levels, each adding its path's wire latency
+    assert r.latency_time < base + 16 * net  # the network hop is not paid at every level
+
+
 def test_deterministic():
     topo = load_cluster("superpod-h100", nodes=4)
     sched = build_schedule("all_reduce", "ring", topo.n_gpus)

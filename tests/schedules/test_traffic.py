@@ -95,6 +95,26 @@ def test_window_sums_equal_walking_every_repetition(monkeypatch, algo, kwargs):
     np.testing.assert_allclose(fast["received"], walked["received"])
 
 
+@pytest.mark.parametrize("algo,n,kwargs", [("tree", 48, {"pipeline": 3}), ("tree", 16, {}), ("collnet_chain", 16, {})])
+def test_active_windows_match_the_repetitions_that_move_bytes(algo, n, kwargs):
+    """Each transfer's (first, last) active repetition is where walking the pipeline finds its bytes."""
+    sched = build_schedule("all_reduce", algo, n, structure=Structure(n, 8, has_sharp=True), **kwargs)
+    cs = traffic_mod._prefix(sched, 4 * 1001, 4)
+    for step, st in zip(sched.steps, traffic(sched, 4 * 1001, 4)):
+        assert st.active is not None
+        first, last = st.active
+        chunks = np.concatenate([step.src_chunk, [o.chunk for o in step.innet]]).astype(np.int64)
+        moved = np.array([traffic_mod._span_bytes(cs, step.chunks_at(chunks, k), None) > 0 for k in range(step.repeat)])
+        busy = moved.any(axis=0)
+        np.testing.assert_array_equal(first[busy], moved.argmax(axis=0)[busy])
+        np.testing.assert_array_equal(last[busy], step.repeat - 1 - moved[::-1].argmax(axis=0)[busy])
+        assert (first[~busy] > last[~busy]).all()
+
+
+def test_rings_need_no_windows():
+    assert all(st.active is None for st in traffic(build_schedule("all_reduce", "ring", 8), S, 4))
+
+
 def test_schedule_memory_grows_linearly_with_ranks():
     s1, s2 = Structure(1024, 8), Structure(8192, 8)
     for algo in ("ring", "hierarchical", "tree"):

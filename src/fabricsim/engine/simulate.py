@@ -13,7 +13,8 @@ Model (both levels share it; they differ only in how a set of flows drains):
   for a chain or tree, B is one link's share, not the store-and-forward sum;
 - latency = NCCL base latency + per-step software latency of the step's hop class (tuning.cc hwLat)
   + wire/switch latency of the paths. A ring's chunks rotate through every position, so its per-step
-  latency is the mean over the step's hops; other schedules wait for their slowest hop.
+  latency is the mean over the step's hops; other schedules wait for their slowest hop, and a pipelined
+  step (tree, chain) only for the hops working in that repetition, so a tree pays each level's hop once.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class _Plan:
     patterns: list[FlowSet]
     order: np.ndarray  # pattern of each schedule step
     repeats: np.ndarray  # repetitions of each schedule step
-    pattern_latency: np.ndarray  # s per execution of each pattern
+    step_latency: np.ndarray  # s per repetition of each schedule step (mean over its repetitions)
     once_latency: float  # s, once per collective
     union: FlowSet  # every step's flows together, bytes x repetitions
     slices: int
@@ -137,14 +138,52 @@ def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algo
         per_flow = fs.latency + (hw[fs.hop] if model.per_step_latency else 0.0)
         lat[i] = float(np.average(per_flow, weights=fs.payload * fs.mult)) if algorithm == "ring" else float(per_flow.max())
         classes.update(np.unique(fs.hop).tolist())
+    step_lat = lat[order_a]
+    if algorithm != "ring":  # a pipeline's repetition waits only for the transfers working in it
+        for j, st in enumerate(steps):
+            windowed = _windowed_latency(topo, st, gpu_ranks, model, connections, pxn, adaptive)
+            if windowed is not None:
+                step_lat[j] = windowed / st.repeat
     once = model.base_latency + (0.0 if model.per_step_latency else float(sum(hw[c] for c in classes)))
     union = concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)])
     biggest = max((_channel_bytes(fs, channels) for fs in patterns if fs.n_flows), default=0.0)
     slices = max(1, math.ceil(biggest / model.slice_bytes))
     algbw_cap = model.busbw_cap_per_channel * channels * model.bus_to_alg
-    plan = _Plan(collective, algorithm, nranks, nbytes, protocol, patterns, order_a, rep_a, lat, once, union, slices,
+    plan = _Plan(collective, algorithm, nranks, nbytes, protocol, patterns, order_a, rep_a, step_lat, once, union, slices,
                  algbw_cap)
     return plan, model
+
+
+WINDOW_LATENCY_LIMIT = 1 << 22  # (distinct windows x repetitions) evaluated; beyond, every repetition waits for the slowest hop
+
+
+def _windowed_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, model: ProtocolModel, conns: int,
+                      pxn, adaptive: bool) -> float | None:
+    """Latency summed over a pipelined step's repetitions, each waiting for the slowest transfer or
+    in-network operation that moves bytes in it (a tree's levels: NVLink hops, then the network hop,
+    ...), as NCCL's tree latency counts each level's hop once. None when the step has no windows."""
+    if st.active is None or st.repeat <= 1:
+        return None
+    first, last = (np.asarray(a, dtype=np.int64) for a in st.active)
+    live = first <= last
+    key = first * (st.repeat + 1) + last
+    groups = np.unique(key[live])
+    if groups.size * st.repeat > WINDOW_LATENCY_LIMIT:
+        return None
+    m = st.src.shape[0]
+    hw = np.array(model.hop_latency)
+    g_lat = np.zeros(groups.size)
+    for g, k in enumerate(groups.tolist()):
+        sel = live & (key == k)
+        sub = StepTraffic(st.src[sel[:m]], st.dst[sel[:m]], np.asarray(st.nbytes)[sel[:m]],
+                          innet=tuple(o for o, s in zip(st.innet, sel[m:]) if s))
+        fs = step_flows(topo, sub, gpu_ranks, model, conns, pxn, adaptive)
+        if fs.n_flows:
+            g_lat[g] = float((fs.latency + (hw[fs.hop] if model.per_step_latency else 0.0)).max())
+    g_first, g_last = groups // (st.repeat + 1), groups % (st.repeat + 1)
+    k = np.arange(st.repeat)
+    cover = (g_first[:, None] <= k) & (k <= g_last[:, None])
+    return float(np.where(cover, g_lat[:, None], 0.0).max(axis=0, initial=0.0).sum())
 
 
 def _channel_bytes(fs: FlowSet, channels: int) -> float:
@@ -202,7 +241,7 @@ def _result(topo: Topology, plan: _Plan, level: str, finishes: list[np.ndarray],
     p = plan.slices
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
     bandwidth_time = max(slowdown * (t_sum / p + (1 - 1 / p) * steady), plan.nbytes / plan.algbw_cap)
-    latency_time = plan.once_latency + float(np.sum(plan.pattern_latency[plan.order] * plan.repeats))
+    latency_time = plan.once_latency + float(np.sum(plan.step_latency * plan.repeats))
     time = latency_time + bandwidth_time
     link_bytes = plan.union.link_bytes(topo.n_links)
     link_util = link_bytes / (topo.link_capacity * time) if time > 0 else np.zeros(topo.n_links)
@@ -245,9 +284,10 @@ def _timeline(plan: _Plan, finishes: list[np.ndarray], t: np.ndarray, t_sum: flo
     """Expanded steps, each given its share of the pipelined time, and (small cases) flows within them."""
     p = plan.slices
     pat = np.repeat(plan.order, plan.repeats)
+    step_lat = np.repeat(plan.step_latency, plan.repeats)
     share = t[pat] / t_sum if t_sum > 0 else np.zeros(pat.shape[0])
     bw = slowdown * (t[pat] / p + (1 - 1 / p) * steady * share)
-    dur = plan.pattern_latency[pat] + bw
+    dur = step_lat + bw
     end = plan.once_latency + np.cumsum(dur)
     start = end - dur
     n_flows = int(sum(plan.patterns[k].n_flows for k in pat.tolist())) if pat.shape[0] <= FLOW_TIMELINE_LIMIT else FLOW_TIMELINE_LIMIT + 1
@@ -265,7 +305,7 @@ def _timeline(plan: _Plan, finishes: list[np.ndarray], t: np.ndarray, t_sum: flo
         order = np.argsort(fs.edge_flow, kind="stable")
         links.extend(np.split(fs.edge_link[order], np.cumsum(np.bincount(fs.edge_flow, minlength=fs.n_flows))[:-1]))
         f_start.append(np.full(fs.n_flows, start[i]))
-        f_end.append(start[i] + plan.pattern_latency[k] + bw[i] * frac)
+        f_end.append(start[i] + step_lat[i] + bw[i] * frac)
     cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
     return Timeline(start, end, pat, cat(steps, np.int64), cat(src, np.int32), cat(dst, np.int32), tuple(links),
                     cat(f_start, np.float64), cat(f_end, np.float64))

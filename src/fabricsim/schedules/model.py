@@ -155,6 +155,9 @@ class StepTraffic:
     innet: (kind, inputs, outputs, nbytes) per in-network operation.
     When `repeat > 1` every repetition moves the same bytes between the same ranks, so
     the engine may time it once (uneven chunk sizes are folded in as the largest chunk).
+    active: (first, last) repetition in which each transfer, then each in-network operation, moves
+    bytes (first > last: never), for a pipeline whose repetitions each engage only some transfers
+    (a tree's levels); None: every transfer works in every repetition.
     """
 
     src: np.ndarray
@@ -162,3 +165,4 @@ class StepTraffic:
     nbytes: np.ndarray  # float64 bytes per transfer
     innet: tuple[tuple[str, np.ndarray, np.ndarray, float], ...] = ()
     repeat: int = 1
+    active: tuple[np.ndarray, np.ndarray] | None = None

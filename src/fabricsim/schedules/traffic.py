@@ -80,6 +80,23 @@ def _prefix(schedule: Schedule, nbytes: int, elem_size: int) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(chunk_bytes(schedule, nbytes, elem_size))])
 
 
+def _active_window(step: Step, cs: np.ndarray, chunks: np.ndarray, span: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(first, last) repetition in which each transfer moves a non-empty chunk, for a stride-1 pipeline
+    whose repetitions stay within one pass of the block (a tree's or chain's fill and drain); None otherwise."""
+    R, p = step.repeat, step.period
+    if R == 1 or step.stride != 1 or span is not None or R > p:
+        return None
+    nblocks = -(-int(cs.size - 1) // p)
+    full = np.zeros(nblocks * p, dtype=bool)
+    full[: cs.size - 1] = np.diff(cs) > 0
+    doubled = np.tile(full.reshape(nblocks, p), 2)
+    pos = np.arange(2 * p)
+    nxt = np.minimum.accumulate(np.where(doubled, pos, 2 * p)[:, ::-1], axis=1)[:, ::-1]
+    prv = np.maximum.accumulate(np.where(doubled, pos, -1), axis=1)
+    b, q = chunks // p, chunks % p
+    return nxt[b, q] - q, prv[b, q + R - 1] - q
+
+
 def traffic(schedule: Schedule, nbytes: int, elem_size: int) -> list[StepTraffic]:
     """One StepTraffic per Step for a message of `nbytes` bytes of `elem_size`-byte elements."""
     cs = _prefix(schedule, nbytes, elem_size)
@@ -90,8 +107,10 @@ def traffic(schedule: Schedule, nbytes: int, elem_size: int) -> list[StepTraffic
         for o in step.innet:
             t, _ = _per_transfer(step, cs, np.array([o.chunk]), None)
             innet.append((o.kind, o.inputs, o.outputs, float(t[0]) / step.repeat))
+        chunks = np.concatenate([step.src_chunk, np.array([o.chunk for o in step.innet], dtype=np.int64)])
+        active = _active_window(step, cs, chunks, step.span)
         out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=total / step.repeat, innet=tuple(innet),
-                               repeat=step.repeat))
+                               repeat=step.repeat, active=active))
     return out
 
 
