@@ -38,6 +38,24 @@ def test_default_layout_per_count():
     assert all(r.parallelism.tp == 8 and r.parallelism.pp > 1 for r in res)
 
 
+def test_search_keeps_the_fastest_fitting_layout():
+    model = MODELS["gpt3-175b"]
+    found = scaling(model, "dgx-h100", [256], comm_factory=fake, search=True)[0]
+    default = scaling(model, "dgx-h100", [256], comm_factory=fake)[0]
+    every = [scaling(model, "dgx-h100", [256], P.Parallelism(tp=par.tp, pp=par.pp), comm_factory=fake)[0]
+             for par in P.fitting_layouts(model, 256, 8, 80e9)]
+    assert len(every) > 3 and found.tokens_per_s == max(r.tokens_per_s for r in every) >= default.tokens_per_s
+    fixed = scaling(model, "dgx-h100", [256], comm_factory=fake, search=True, tp=8)[0]
+    assert fixed.parallelism.tp == 8 and fixed.tokens_per_s <= found.tokens_per_s
+
+
+def test_default_layout_is_the_first_that_fits():
+    model = MODELS["gpt3-175b"]
+    fits = P.fitting_layouts(model, 256, 8, 80e9)
+    assert P.default_parallelism(model, 256, 8, 80e9) == fits[0]
+    assert [(p.pp, p.tp) for p in fits] == sorted((p.pp, p.tp) for p in fits)
+
+
 def test_variants_change_the_spec():
     from fabricsim.topology import load_spec
 
@@ -66,6 +84,10 @@ def test_cli_table_json_and_plot(tmp_path, monkeypatch):
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert set(data) == {"baseline", "xdr"} and len(data["xdr"]["results"]) == 2
+    out = runner.invoke(cli_train.train, ["--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "64", "--search",
+                                          "--pp", "2", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    assert " pp2 " in json.loads(out.output)["baseline"]["results"][0]["layout"]
 
 
 def test_cli_errors_are_fabricsim_errors():
@@ -75,3 +97,5 @@ def test_cli_errors_are_fabricsim_errors():
     assert isinstance(out.exception, FabricsimError) and "comma-separated list of GPU counts" in str(out.exception)
     out = CliRunner().invoke(train, ["--model", "llama3-70b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "3"])
     assert isinstance(out.exception, FabricsimError) and "tp" in str(out.exception)
+    out = CliRunner().invoke(train, ["--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--search", "--dp", "1"])
+    assert isinstance(out.exception, FabricsimError) and "drop --dp" in str(out.exception)

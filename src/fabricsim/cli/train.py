@@ -98,8 +98,11 @@ def _plot(path: str, runs: dict, walls: dict) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--plot", type=click.Path(dir_okay=False), help="write tokens/s and MFU vs GPUs to this PNG")
 @click.option("--compare", multiple=True, type=click.Choice(list(VARIANTS)), help="also run on an interconnect variant (repeatable)")
+@click.option("--search", is_flag=True,
+              help="time every TP x PP layout that fits in HBM and keep the one with the most tokens/s "
+                   "(--tp / --pp fix that size; default: the smallest PP, then TP, that fits)")
 def train(model_name, cluster, gpus, tp, pp, dp, ep, cp, vp, zero, sp, seq, global_batch, micro_batch, precision,
-          recompute, efficiency, fmt, plot, compare):
+          recompute, efficiency, fmt, plot, compare, search):
     """Step time, tokens/s, MFU and exposed communication per GPU count, and the scaling wall."""
     model = load_model(model_name)
     if seq is not None:
@@ -112,11 +115,15 @@ def train(model_name, cluster, gpus, tp, pp, dp, ep, cp, vp, zero, sp, seq, glob
     common = dict(micro_batch=micro_batch, global_batch=global_batch or 0, precision=precision, recompute=recompute,
                   sequence_parallel=True if sp is None else sp, zero=1 if zero is None else zero)
     explicit = {k: v for k, v in dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vp=vp).items() if v is not None}
-    template = P.Parallelism(**explicit, **common) if explicit else None
+    if search and dp is not None:
+        raise FabricsimError("--search chooses TP and PP and gives DP what is left: drop --dp (or drop --search)")
+    template = P.Parallelism(**explicit, **common) if explicit and not search else None
     defaults = {} if template else {k: v for k, v in common.items() if not (k == "global_batch" and v == 0)}
+    if search:
+        defaults.update(explicit)
 
     runs, walls, failed = {}, {}, {}
-    runs["baseline"] = scaling(model, cluster, counts, template, efficiency=efficiency, **defaults)
+    runs["baseline"] = scaling(model, cluster, counts, template, efficiency=efficiency, search=search, **defaults)
     walls["baseline"] = scaling_wall(runs["baseline"])
     if compare:
         spec = topology.load_cluster(cluster).spec
@@ -126,7 +133,8 @@ def train(model_name, cluster, gpus, tp, pp, dp, ep, cp, vp, zero, sp, seq, glob
                                 f"{NVL72_DOMAIN} (e.g. 72,576,4608)")
                 continue
             try:
-                runs[name] = scaling(model, variant(spec, name), counts, template, efficiency=efficiency, **defaults)
+                runs[name] = scaling(model, variant(spec, name), counts, template, efficiency=efficiency, search=search,
+                                     **defaults)
                 walls[name] = scaling_wall(runs[name])
             except FabricsimError as err:
                 failed[name] = str(err)

@@ -177,30 +177,41 @@ def memory_per_gpu(model: ModelSpec, par: Parallelism) -> float:
     return states + per_layer * in_flight_layers * interleave
 
 
-def default_parallelism(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm_bytes: float, **overrides) -> Parallelism:
-    """A Megatron-like layout: the smallest PP, and for it the smallest TP inside the NVLink domain, that fits in HBM;
-    DP takes the rest (TP over NVLink is cheaper than a pipeline bubble, so TP grows first).
+def layout_candidates(model: ModelSpec, n_gpus: int, gpus_per_domain: int, **overrides) -> list[Parallelism]:
+    """Megatron layouts of `n_gpus` GPUs to try, smallest PP first and for each the smallest TP inside the NVLink
+    domain first (TP over NVLink is cheaper than a pipeline bubble, so TP grows first). A `tp` or `pp` in
+    `overrides` fixes that size; the other overrides (micro_batch, global_batch, precision, ep, ...) are kept."""
+    tp, pp = overrides.pop("tp", None), overrides.pop("pp", None)
+    tps = [tp] if tp else [t for t in (1, 2, 4, 8, 16, 32, 64, 72)
+                           if t <= gpus_per_domain and gpus_per_domain % t == 0 and model.heads % t == 0]
+    pps = [pp] if pp else [p for p in range(1, model.layers + 1) if n_gpus % p == 0]
+    return [resolve(Parallelism(tp=t, pp=p, **overrides), n_gpus, model.seq)
+            for p in pps for t in tps if not n_gpus % (t * p * overrides.get("cp", 1))]
 
-    ZeRO-1 (distributed optimizer), sequence parallelism and selective recompute are on, as in
-    Megatron-Core's recommended settings; `overrides` (e.g. micro_batch, global_batch, precision) are kept.
-    """
-    tps = [t for t in (1, 2, 4, 8, 16, 32, 64, 72) if t <= gpus_per_domain and gpus_per_domain % t == 0 and model.heads % t == 0]
-    pps = [p for p in range(1, model.layers + 1) if n_gpus % p == 0]
-    best_error = None
-    for pp in pps:
-        for tp in tps:
-            if n_gpus % (tp * pp):
-                continue
-            par = resolve(Parallelism(tp=tp, pp=pp, **overrides), n_gpus, model.seq)
-            try:
-                validate(model, par, n_gpus, gpus_per_domain, hbm_bytes)
-            except FabricsimError as err:
-                best_error = err
-                continue
-            return par
-    raise FabricsimError(
-        f"no Megatron layout of {model.name} fits {n_gpus} GPUs ({gpus_per_domain} per NVLink domain, {hbm_bytes / 1e9:.0f} GB each)"
-        f"{f' (last check: {best_error})' if best_error else ''}: add GPUs or give the layout explicitly")
+
+def fitting_layouts(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm_bytes: float, **overrides) -> list[Parallelism]:
+    """The `layout_candidates` that pass `validate` (fit in HBM, split the batch, ...), in the same order;
+    none fitting is a FabricsimError naming the last rule broken."""
+    fits, last = [], None
+    for par in layout_candidates(model, n_gpus, gpus_per_domain, **overrides):
+        try:
+            validate(model, par, n_gpus, gpus_per_domain, hbm_bytes)
+        except FabricsimError as err:
+            last = err
+            continue
+        fits.append(par)
+    if not fits:
+        raise FabricsimError(
+            f"no Megatron layout of {model.name} fits {n_gpus} GPUs ({gpus_per_domain} per NVLink domain, {hbm_bytes / 1e9:.0f} GB each)"
+            f"{f' (last check: {last})' if last else ''}: add GPUs or give the layout explicitly")
+    return fits
+
+
+def default_parallelism(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm_bytes: float, **overrides) -> Parallelism:
+    """A Megatron-like layout: the first of `fitting_layouts` (the smallest PP, and for it the smallest TP, that fits
+    in HBM); DP takes the rest. ZeRO-1 (distributed optimizer), sequence parallelism and selective recompute are on,
+    as in Megatron-Core's recommended settings; `overrides` (e.g. micro_batch, global_batch, precision) are kept."""
+    return fitting_layouts(model, n_gpus, gpus_per_domain, hbm_bytes, **overrides)[0]
 
 
 def _grid(par: Parallelism) -> np.ndarray:

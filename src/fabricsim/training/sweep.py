@@ -58,18 +58,37 @@ def layout_for(model: ModelSpec, template: P.Parallelism | None, n_gpus: int, to
     return par
 
 
+def fastest_layout(model: ModelSpec, n_gpus: int, topo: Topology, comm: CommModel, efficiency: float | None = None,
+                   **overrides) -> StepResult:
+    """The step result of the layout with the most tokens/s among every Megatron layout that fits
+    (`parallel.fitting_layouts`; ties: the first, i.e. the smaller PP and TP). Tokens/s, not step time,
+    because the default global batch grows with PP (at least 4 micro-batches per stage)."""
+    gpu = topology_gpu(topo)
+    per_domain = int(topo.features.get("gpus_per_domain", topo.features.get("gpus_per_node", 1)))
+    runs = [step_time(model, par, gpu, comm, efficiency)
+            for par in P.fitting_layouts(model, n_gpus, per_domain, gpu.hbm_bytes, **overrides)]
+    return max(runs, key=lambda r: r.tokens_per_s)
+
+
 def scaling(model: ModelSpec, cluster, gpu_counts: Sequence[int], template: P.Parallelism | None = None, *,
             efficiency: float | None = None, comm_factory: Callable[[Topology], CommModel] | None = None,
-            **defaults) -> list[StepResult]:
-    """Step results for each GPU count (sorted ascending). `defaults` go to `default_parallelism`."""
+            search: bool = False, **defaults) -> list[StepResult]:
+    """Step results for each GPU count (sorted ascending). `defaults` go to `default_parallelism`, or with
+    `search` to `fastest_layout` (every fitting layout timed, the fastest kept; a `tp` or `pp` in `defaults`
+    fixes that size)."""
     if comm_factory is None:
         from fabricsim.training.comm import engine_comm_model as comm_factory
     counts = sorted(set(int(n) for n in gpu_counts))
     if not counts or counts[0] < 1:
         raise FabricsimError("give at least one GPU count >= 1, e.g. --gpus 8,64,512")
+    if search and template is not None:
+        raise FabricsimError("a layout search needs no template: give tp / pp as defaults to fix them")
     results: list[StepResult] = []
     for n in counts:
         topo = cluster_topology(cluster, n)
+        if search:
+            results.append(fastest_layout(model, n, topo, comm_factory(topo), efficiency, **defaults))
+            continue
         par = layout_for(model, template, n, topo, **defaults)
         results.append(step_time(model, par, topology_gpu(topo), comm_factory(topo), efficiency))
     return results
