@@ -28,9 +28,13 @@ def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, cap
     active = np.ones(n_flows, dtype=bool)
     capped = rate_cap is not None and bool(np.isfinite(rate_cap).any())
     level = 0.0
+    e_flow, e_lk = edge_flow, e_link  # edges of flows still active (compacted as flows freeze)
     while True:
-        e_act = active[edge_flow]
-        load = np.bincount(e_link[e_act], weights=mult[edge_flow[e_act]], minlength=links.shape[0])
+        e_act = active[e_flow]
+        if 2 * np.count_nonzero(e_act) < e_act.shape[0]:  # drop frozen flows' edges: later passes touch fewer
+            e_flow, e_lk = e_flow[e_act], e_lk[e_act]
+            e_act = np.ones(e_flow.shape[0], dtype=bool)
+        load = np.bincount(e_lk[e_act], weights=mult[e_flow[e_act]], minlength=links.shape[0])
         used = load > 0
         step = float(np.min(rem[used] / load[used]))
         if capped:
@@ -40,7 +44,7 @@ def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, cap
         rem = np.maximum(rem - step * load, 0.0)
         saturated = used & (rem <= _REL_TOL * cap)
         freeze = np.zeros(n_flows, dtype=bool)
-        freeze[edge_flow[e_act & saturated[e_link]]] = True
+        freeze[e_flow[e_act & saturated[e_lk]]] = True
         if capped:
             freeze |= active & (rate_cap <= level * (1 + _REL_TOL))
         freeze &= active
