@@ -99,6 +99,21 @@ def test_default_layout_fits_and_prefers_small_tp():
         P.default_parallelism(MODELS["llama3-405b"], 8, 8, HBM)
 
 
+def test_groups_must_split_nvlink_domains_evenly():
+    """DeepSeek-V3 on 8 NVL72 racks with pp=3: a 192-GPU stage spans 2.67 racks, so its DP groups take 9, 9 and
+    6 GPUs from three racks; pp=4 (144-GPU stages, two racks each) is fine, as is pp=3 on 8-GPU servers."""
+    m = MODELS["deepseek-v3"]
+    with pytest.raises(FabricsimError, match="dp groups .* multiple or a divisor of 72"):
+        P.validate(m, P.resolve(P.Parallelism(tp=8, pp=3, global_batch=576), 576), 576, 72)
+    P.validate(m, P.resolve(P.Parallelism(tp=8, pp=4, global_batch=576), 576), 576, 72)
+    P.validate(m, P.resolve(P.Parallelism(tp=8, pp=3, global_batch=576), 576), 576, 8)
+
+
+def test_no_fit_names_the_closest_layout():
+    with pytest.raises(FabricsimError, match=r"closest, tp8 pp\d+ .*GB over"):
+        P.default_parallelism(MODELS["llama3-405b"], 512, 8, HBM)
+
+
 def test_uneven_stages_follow_the_busiest_stage():
     """Llama 3 405B (126 layers) on pp=16, as Meta trained it: stages of 8 layers, the last ones shorter."""
     m = MODELS["llama3-405b"]

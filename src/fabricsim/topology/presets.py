@@ -33,7 +33,8 @@ def _size(preset: str, per_unit: int, unit: str, nodes_per_unit: int, nodes: int
         raise FabricsimError(f"preset {preset}: --nodes must be positive, got {nodes}")
     if nodes % nodes_per_unit:
         raise FabricsimError(
-            f"preset {preset}: {nodes} nodes is not a multiple of the {nodes_per_unit} trays per {unit}: use whole {unit}s"
+            f"preset {preset}: {nodes} node{'s are' if nodes > 1 else ' is'} not a multiple of the {nodes_per_unit} trays "
+            f"per {unit}: use whole {unit}s (--nodes {nodes_per_unit}, {2 * nodes_per_unit}, ... or --gpus in whole {unit}s)"
         )
     return nodes
 

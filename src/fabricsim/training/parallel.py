@@ -128,12 +128,38 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
         raise FabricsimError(
             f"tp={par.tp} does not fit in the {gpus_per_domain}-GPU NVLink domain, so TP traffic would cross the scale-out network: "
             f"use tp <= {gpus_per_domain} dividing it, or allow TP spill explicitly")
+    uneven = _uneven_group(par, gpus_per_domain)
+    if uneven:
+        raise FabricsimError(
+            f"the {uneven} groups of {par.label()} take different numbers of GPUs from the {gpus_per_domain}-GPU NVLink "
+            f"domains they span, which fabricsim cannot time as one collective: choose pp so that each pipeline stage "
+            f"({par.n_gpus // par.pp} GPUs now) is a multiple or a divisor of {gpus_per_domain} GPUs")
     if hbm_bytes is not None:
         need = memory_per_gpu(model, par)
         if need > hbm_bytes:
             raise FabricsimError(
                 f"the layout needs about {need / 1e9:.1f} GB per GPU but the GPU has {hbm_bytes / 1e9:.1f} GB "
                 f"({(need - hbm_bytes) / 1e9:.1f} GB over): raise tp/pp, use zero 3 or full recompute, or lower micro_batch")
+
+
+def _uneven_group(par: Parallelism, gpus_per_domain: int) -> str | None:
+    """The first communicating group kind (tp, cp, dp, ep) whose groups take unequal numbers of GPUs from the
+    NVLink domains they span (GPU rank r sits in domain r // gpus_per_domain); None when all are even."""
+    if par.n_gpus <= gpus_per_domain:
+        return None
+    for name, groups in (("tp", tp_groups(par)), ("cp", cp_groups(par)), ("dp", dp_cp_groups(par)), ("ep", ep_groups(par))):
+        if groups.shape[1] < 2:
+            continue
+        domain = np.sort(groups, axis=1) // gpus_per_domain
+        key = np.arange(groups.shape[0])[:, None] * (par.n_gpus // gpus_per_domain + 1) + domain
+        cells, counts = np.unique(key, return_counts=True)
+        row = cells // (par.n_gpus // gpus_per_domain + 1)
+        lo, hi = np.full(groups.shape[0], np.inf), np.zeros(groups.shape[0])
+        np.minimum.at(lo, row, counts)
+        np.maximum.at(hi, row, counts)
+        if (lo != hi).any():
+            return name
+    return None
 
 
 def stage_layers(model: ModelSpec, par: Parallelism) -> int:
@@ -191,19 +217,22 @@ def layout_candidates(model: ModelSpec, n_gpus: int, gpus_per_domain: int, **ove
 
 def fitting_layouts(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm_bytes: float, **overrides) -> list[Parallelism]:
     """The `layout_candidates` that pass `validate` (fit in HBM, split the batch, ...), in the same order;
-    none fitting is a FabricsimError naming the last rule broken."""
-    fits, last = [], None
+    none fitting is a FabricsimError naming the rule the least memory-hungry candidate broke."""
+    fits, closest = [], None
     for par in layout_candidates(model, n_gpus, gpus_per_domain, **overrides):
         try:
             validate(model, par, n_gpus, gpus_per_domain, hbm_bytes)
         except FabricsimError as err:
-            last = err
+            need = memory_per_gpu(model, par)
+            if closest is None or need < closest[0]:
+                closest = (need, par, err)
             continue
         fits.append(par)
     if not fits:
+        why = f" (closest, {closest[1].label()}: {closest[2]})" if closest else ""
         raise FabricsimError(
-            f"no Megatron layout of {model.name} fits {n_gpus} GPUs ({gpus_per_domain} per NVLink domain, {hbm_bytes / 1e9:.0f} GB each)"
-            f"{f' (last check: {last})' if last else ''}: add GPUs or give the layout explicitly")
+            f"no Megatron layout of {model.name} fits {n_gpus} GPUs ({gpus_per_domain} per NVLink domain, "
+            f"{hbm_bytes / 1e9:.0f} GB each){why}: add GPUs or give the layout explicitly")
     return fits
 
 
