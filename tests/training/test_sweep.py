@@ -49,6 +49,21 @@ def test_search_keeps_the_fastest_fitting_layout():
     assert fixed.parallelism.tp == 8 and fixed.tokens_per_s <= found.tokens_per_s
 
 
+def test_search_covers_expert_parallel_sizes_and_times_every_fitting_layout():
+    """Every layout the search may pick runs on the engine (groups split NVL72 racks evenly), EP included."""
+    from fabricsim.training.comm import engine_comm_model
+    from fabricsim.training.step import step_time
+    from fabricsim.training.sweep import cluster_topology, topology_gpu
+
+    model = MODELS["mixtral-8x7b"]
+    topo = cluster_topology("gb200-nvl72", 144)
+    comm, gpu = engine_comm_model(topo), topology_gpu(topo)
+    fits = P.fitting_layouts(model, 144, 72, gpu.hbm_bytes)
+    assert {p.ep for p in fits} >= {1, 2, 8}
+    assert all(step_time(model, p, gpu, comm).tokens_per_s > 0 for p in fits)
+    assert P.default_parallelism(model, 144, 72, gpu.hbm_bytes).ep == 1  # Megatron's default
+
+
 def test_default_layout_is_the_first_that_fits():
     model = MODELS["gpt3-175b"]
     fits = P.fitting_layouts(model, 256, 8, 80e9)

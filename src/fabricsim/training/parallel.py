@@ -143,11 +143,12 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
 
 
 def _uneven_group(par: Parallelism, gpus_per_domain: int) -> str | None:
-    """The first communicating group kind (tp, cp, dp, ep) whose groups take unequal numbers of GPUs from the
+    """The first communicating group kind (tp, cp, dp, ep, expert dp) whose groups take unequal numbers of GPUs from the
     NVLink domains they span (GPU rank r sits in domain r // gpus_per_domain); None when all are even."""
     if par.n_gpus <= gpus_per_domain:
         return None
-    for name, groups in (("tp", tp_groups(par)), ("cp", cp_groups(par)), ("dp", dp_cp_groups(par)), ("ep", ep_groups(par))):
+    for name, groups in (("tp", tp_groups(par)), ("cp", cp_groups(par)), ("dp", dp_cp_groups(par)), ("ep", ep_groups(par)),
+                         ("expert dp", expert_dp_groups(par))):
         if groups.shape[1] < 2:
             continue
         domain = np.sort(groups, axis=1) // gpus_per_domain
@@ -205,14 +206,24 @@ def memory_per_gpu(model: ModelSpec, par: Parallelism) -> float:
 
 def layout_candidates(model: ModelSpec, n_gpus: int, gpus_per_domain: int, **overrides) -> list[Parallelism]:
     """Megatron layouts of `n_gpus` GPUs to try, smallest PP first and for each the smallest TP inside the NVLink
-    domain first (TP over NVLink is cheaper than a pipeline bubble, so TP grows first). A `tp` or `pp` in
-    `overrides` fixes that size; the other overrides (micro_batch, global_batch, precision, ep, ...) are kept."""
-    tp, pp = overrides.pop("tp", None), overrides.pop("pp", None)
+    domain first (TP over NVLink is cheaper than a pipeline bubble, so TP grows first); for a mixture of experts,
+    every such layout with EP 1 (Megatron's default) comes before those with larger expert-parallel sizes. A `tp`, `pp` or `ep` in
+    `overrides` fixes that size; the other overrides (micro_batch, global_batch, precision, ...) are kept."""
+    tp, pp, ep = overrides.pop("tp", None), overrides.pop("pp", None), overrides.pop("ep", None)
     tps = [tp] if tp else [t for t in (1, 2, 4, 8, 16, 32, 64, 72)
                            if t <= gpus_per_domain and gpus_per_domain % t == 0 and model.heads % t == 0]
     pps = [pp] if pp else [p for p in range(1, model.layers + 1) if n_gpus % p == 0]
-    return [resolve(Parallelism(tp=t, pp=p, **overrides), n_gpus, model.seq)
-            for p in pps for t in tps if not n_gpus % (t * p * overrides.get("cp", 1))]
+    out = []
+    for p in pps:
+        for t in tps:
+            if n_gpus % (t * p * overrides.get("cp", 1)):
+                continue
+            par = resolve(Parallelism(tp=t, pp=p, **overrides), n_gpus, model.seq)
+            # a mixture of experts may also shard its experts over a power of two of the DP x CP ranks
+            eps = [ep] if ep else [e for e in (1 << k for k in range(12)) if not model.is_moe and e == 1 or model.is_moe
+                                   and not model.experts % e and not (par.dp * par.cp) % e]
+            out += [replace(par, ep=e) for e in eps]
+    return sorted(out, key=lambda par: par.ep)  # stable: EP 1 layouts first, as without experts
 
 
 def fitting_layouts(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm_bytes: float, **overrides) -> list[Parallelism]:
@@ -269,6 +280,12 @@ def dp_cp_groups(par: Parallelism) -> np.ndarray:
 def ep_groups(par: Parallelism) -> np.ndarray:
     """Expert-parallel groups: consecutive `ep` ranks of each DP x CP group (cp innermost)."""
     return dp_cp_groups(par).reshape(-1, par.ep)
+
+
+def expert_dp_groups(par: Parallelism) -> np.ndarray:
+    """Ranks holding the same expert shard, which reduce its gradients together: every ep-th rank of a DP x CP group."""
+    g = dp_cp_groups(par)
+    return g.reshape(g.shape[0], -1, par.ep).transpose(0, 2, 1).reshape(-1, g.shape[1] // par.ep)
 
 
 def pp_pairs(par: Parallelism) -> np.ndarray:

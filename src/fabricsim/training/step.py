@@ -172,8 +172,7 @@ def _data_parallel(model: ModelSpec, par: P.Parallelism, timer: _Timer, fwd_mb: 
     local = P.params_per_gpu(model, par)
     expert = model.expert_params / (par.tp * par.pp * par.ep) if model.is_moe else 0.0
     dense = local - expert
-    groups = P.dp_cp_groups(par)
-    edp = groups.reshape(groups.shape[0], -1, par.ep).transpose(0, 2, 1).reshape(-1, groups.shape[1] // par.ep)
+    groups, edp = P.dp_cp_groups(par), P.expert_dp_groups(par)
 
     def both(collective: str, bytes_per_param: float) -> float:
         t = timer("dp", collective, groups, dense * bytes_per_param)
