@@ -109,6 +109,16 @@ def test_tree_latency_counts_each_level_once():
     assert r.latency_time < base + 16 * net  # the network hop is not paid at every level
 
 
+def test_nvls_tree_pays_nvlink_once_and_the_network_per_tree_level():
+    """tuning.cc NVLSTree latency: intraLat + 2 log2(nNodes) interLat (NVLSTree/Simple: 25 us NVLink, 20.9 us NET)."""
+    for nodes in (2, 8):
+        topo = load_cluster("superpod-h100", nodes=nodes)
+        sched = build_schedule("all_reduce", "nvls_tree", topo.n_gpus, structure=structure_from_topology(topo))
+        r = simulate(topo, sched, 8 * topo.n_gpus, channels=sched.channels)
+        nccl = 25e-6 + 2 * int(np.log2(nodes)) * 20.9e-6
+        assert nccl < r.latency_time < nccl + (2 * int(np.log2(nodes)) + 2) * 3e-6  # + each step's wire latency
+
+
 def test_deterministic():
     topo = load_cluster("superpod-h100", nodes=4)
     sched = build_schedule("all_reduce", "ring", topo.n_gpus)

@@ -39,10 +39,13 @@ _FAMILIES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree"
 BASE_LATENCY_US = {a: K.BASE_LAT[a] for a in _FAMILIES}
 HW_LATENCY_US = {hop: {a: K.HW_LAT[i][a] for a in _FAMILIES} for i, hop in enumerate(HOP_CLASSES)}
 
-# NCCL prices NVLS / NVLSTree / CollNet latency once per hop class crossed
-# (tuning.cc: `lat = intraLat + interLat` for NVLS), not once per step as for Ring and Tree.
-PER_STEP_LATENCY = {"Ring": True, "Tree": True, "CollNetDirect": False, "CollNetChain": False,
-                    "NVLS": False, "NVLSTree": False}
+# Which hop classes (nvlink, pci, net) NCCL prices once per step (tree level, ring step) rather than once per
+# collective (tuning.cc latency formulas, nccl-model.md 2.4): Ring and Tree every step; NVLS `intraLat (+ interLat)`
+# once; NVLSTree `intraLat + 2*log2(nNodes)*interLat`: NVLink once, the network per tree level; CollNetChain
+# `2*(ppn-1)*intraLat + interLat` and CollNetDirect `2*intraLat + interLat`: every step (the SHARP operation is one step).
+PER_STEP_LATENCY = {"Ring": (True, True, True), "Tree": (True, True, True), "NVLS": (False, False, False),
+                    "NVLSTree": (False, False, True), "CollNetChain": (True, True, True),
+                    "CollNetDirect": (True, True, True)}
 
 # Wire efficiency: payload fraction of what crosses the wire.
 # LL: 16-byte line carries 8 B data + 8 B flags (device.h ncclLLFifoLine); Ring x0.5, Tree x1/3.8 (tuning.cc).
@@ -93,7 +96,7 @@ class ProtocolModel:
     wire_efficiency: float  # payload / wire bytes
     base_latency: float  # s, once per collective
     hop_latency: tuple[float, float, float]  # s per step for nvlink, pci, net hops
-    per_step_latency: bool  # False: hop latencies count once per hop class crossed
+    per_step_latency: tuple[bool, bool, bool]  # per hop class: its latency counts per step; False: once per collective
     busbw_cap_per_channel: float  # bytes/s of NCCL bus bandwidth per channel (inf: none); tuning.cc caps busBw at nChannels x this
     bus_to_alg: float  # NCCL's busBw -> algBw ratio for the cap (tuning.cc: Tree/CollNet 0.5, Ring/NVLS nRanks/nSteps)
     nvls_efficiency: float

@@ -130,12 +130,13 @@ def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algo
     order_a, rep_a = np.array(order, dtype=np.int64), np.array(repeats, dtype=np.int64)
     total = np.bincount(order_a, weights=rep_a, minlength=len(patterns))
     hw = np.array(model.hop_latency)
+    step_hw = np.where(model.per_step_latency, hw, 0.0)
     lat = np.zeros(len(patterns))
     classes: set[int] = set()
     for i, fs in enumerate(patterns):
         if fs.n_flows == 0:
             continue
-        per_flow = fs.latency + (hw[fs.hop] if model.per_step_latency else 0.0)
+        per_flow = fs.latency + step_hw[fs.hop]
         lat[i] = float(np.average(per_flow, weights=fs.payload * fs.mult)) if algorithm == "ring" else float(per_flow.max())
         classes.update(np.unique(fs.hop).tolist())
     step_lat = lat[order_a]
@@ -144,7 +145,7 @@ def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algo
             windowed = _windowed_latency(topo, st, gpu_ranks, model, connections, pxn, adaptive)
             if windowed is not None:
                 step_lat[j] = windowed / st.repeat
-    once = model.base_latency + (0.0 if model.per_step_latency else float(sum(hw[c] for c in classes)))
+    once = model.base_latency + float(sum(hw[c] for c in classes if not model.per_step_latency[c]))
     union = concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)])
     biggest = max((_channel_bytes(fs, channels) for fs in patterns if fs.n_flows), default=0.0)
     slices = max(1, math.ceil(biggest / model.slice_bytes))
@@ -171,7 +172,7 @@ def _windowed_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, mo
     if groups.size * st.repeat > WINDOW_LATENCY_LIMIT:
         return None
     m = st.src.shape[0]
-    hw = np.array(model.hop_latency)
+    step_hw = np.where(model.per_step_latency, np.array(model.hop_latency), 0.0)
     g_lat = np.zeros(groups.size)
     for g, k in enumerate(groups.tolist()):
         sel = live & (key == k)
@@ -179,7 +180,7 @@ def _windowed_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, mo
                           innet=tuple(o for o, s in zip(st.innet, sel[m:]) if s))
         fs = step_flows(topo, sub, gpu_ranks, model, conns, pxn, adaptive)
         if fs.n_flows:
-            g_lat[g] = float((fs.latency + (hw[fs.hop] if model.per_step_latency else 0.0)).max())
+            g_lat[g] = float((fs.latency + step_hw[fs.hop]).max())
     g_first, g_last = groups // (st.repeat + 1), groups % (st.repeat + 1)
     k = np.arange(st.repeat)
     cover = (g_first[:, None] <= k) & (k <= g_last[:, None])
