@@ -119,6 +119,14 @@ def test_nvls_tree_pays_nvlink_once_and_the_network_per_tree_level():
         assert nccl < r.latency_time < nccl + (2 * int(np.log2(nodes)) + 2) * 3e-6  # + each step's wire latency
 
 
+def test_bad_active_windows_are_named():
+    topo = load_cluster("dgx-h100")
+    st = StepTraffic(np.array([0, 1], np.int32), np.array([1, 2], np.int32), np.array([8.0, 8.0]), repeat=4,
+                     active=(np.array([5, 0]), np.array([9, 3])))
+    with pytest.raises(FabricsimError, match="active must give"):
+        time_traffic(topo, [st], collective="all_reduce", algorithm="tree", nranks=8, nbytes=64)
+
+
 def test_deterministic():
     topo = load_cluster("superpod-h100", nodes=4)
     sched = build_schedule("all_reduce", "ring", topo.n_gpus)

@@ -103,8 +103,12 @@ def test_groups_must_split_nvlink_domains_evenly():
     """DeepSeek-V3 on 8 NVL72 racks with pp=3: a 192-GPU stage spans 2.67 racks, so its DP groups take 9, 9 and
     6 GPUs from three racks; pp=4 (144-GPU stages, two racks each) is fine, as is pp=3 on 8-GPU servers."""
     m = MODELS["deepseek-v3"]
-    with pytest.raises(FabricsimError, match="dp groups .* multiple or a divisor of 72"):
+    with pytest.raises(FabricsimError, match="dp groups .* each pipeline stage"):
         P.validate(m, P.resolve(P.Parallelism(tp=8, pp=3, global_batch=576), 576), 576, 72)
+    # each group even on its own but placed differently: stage 1's DP groups take 24 + 24 GPUs from two racks,
+    # the others 48 from one, so one group's timing cannot stand for all
+    with pytest.raises(FabricsimError, match="dp groups"):
+        P.validate(MODELS["llama3-8b"], P.resolve(P.Parallelism(tp=1, pp=3, global_batch=144), 144), 144, 72)
     P.validate(m, P.resolve(P.Parallelism(tp=8, pp=4, global_batch=576), 576), 576, 72)
     P.validate(m, P.resolve(P.Parallelism(tp=8, pp=3, global_batch=576), 576), 576, 8)
 

@@ -42,9 +42,11 @@ def test_search_keeps_the_fastest_fitting_layout():
     model = MODELS["gpt3-175b"]
     found = scaling(model, "dgx-h100", [256], comm_factory=fake, search=True)[0]
     default = scaling(model, "dgx-h100", [256], comm_factory=fake)[0]
-    every = [scaling(model, "dgx-h100", [256], P.Parallelism(tp=par.tp, pp=par.pp), comm_factory=fake)[0]
-             for par in P.fitting_layouts(model, 256, 8, 80e9)]
+    batch = default.parallelism.global_batch  # the search holds the default layout's global batch
+    every = [scaling(model, "dgx-h100", [256], P.Parallelism(tp=par.tp, pp=par.pp, global_batch=batch),
+                     comm_factory=fake)[0] for par in P.fitting_layouts(model, 256, 8, 80e9)]
     assert len(every) > 3 and found.tokens_per_s == max(r.tokens_per_s for r in every) >= default.tokens_per_s
+    assert found.parallelism.global_batch == batch
     fixed = scaling(model, "dgx-h100", [256], comm_factory=fake, search=True, tp=8)[0]
     assert fixed.parallelism.tp == 8 and fixed.tokens_per_s <= found.tokens_per_s
 

@@ -166,7 +166,11 @@ def _windowed_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, mo
     if st.active is None or st.repeat <= 1:
         return None
     first, last = (np.asarray(a, dtype=np.int64) for a in st.active)
+    n_items = st.src.shape[0] + len(st.innet)
     live = first <= last
+    if first.shape != (n_items,) or last.shape != (n_items,) or (live & ((first < 0) | (last >= st.repeat))).any():
+        raise FabricsimError(f"StepTraffic.active must give (first, last) repetitions in 0..{st.repeat - 1} for each of the "
+                             f"{n_items} transfers and in-network operations (first > last: never active)")
     key = first * (st.repeat + 1) + last
     groups = np.unique(key[live])
     if groups.size * st.repeat > WINDOW_LATENCY_LIMIT:

@@ -128,37 +128,42 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
         raise FabricsimError(
             f"tp={par.tp} does not fit in the {gpus_per_domain}-GPU NVLink domain, so TP traffic would cross the scale-out network: "
             f"use tp <= {gpus_per_domain} dividing it, or allow TP spill explicitly")
-    uneven = _uneven_group(par, gpus_per_domain)
-    if uneven:
-        raise FabricsimError(
-            f"the {uneven} groups of {par.label()} take different numbers of GPUs from the {gpus_per_domain}-GPU NVLink "
-            f"domains they span, which fabricsim cannot time as one collective: choose pp so that each pipeline stage "
-            f"({par.n_gpus // par.pp} GPUs now) is a multiple or a divisor of {gpus_per_domain} GPUs")
     if hbm_bytes is not None:
         need = memory_per_gpu(model, par)
         if need > hbm_bytes:
             raise FabricsimError(
                 f"the layout needs about {need / 1e9:.1f} GB per GPU but the GPU has {hbm_bytes / 1e9:.1f} GB "
                 f"({(need - hbm_bytes) / 1e9:.1f} GB over): raise tp/pp, use zero 3 or full recompute, or lower micro_batch")
+    uneven = _uneven_group(par, gpus_per_domain)
+    if uneven:
+        raise FabricsimError(
+            f"the {uneven} groups of {par.label()} do not all take the same number of GPUs from each {gpus_per_domain}-GPU "
+            f"NVLink domain they span, so one collective timing cannot stand for all of them: {_ALIGN_FIX[uneven]}")
+
+
+_ALIGN_FIX = {
+    "tp": "use a tp that divides the NVLink domain",
+    "cp": "use a cp whose groups (cp x tp GPUs) fit whole NVLink domains, or divide one",
+    "dp": "choose pp so that each pipeline stage (tp x cp x dp GPUs) is a multiple or a divisor of the NVLink domain",
+    "ep": "use an ep whose groups (ep x tp x cp GPUs) are a multiple or a divisor of the NVLink domain",
+    "expert dp": "use an ep and pp whose expert data-parallel groups spread evenly over the NVLink domains",
+}
 
 
 def _uneven_group(par: Parallelism, gpus_per_domain: int) -> str | None:
-    """The first communicating group kind (tp, cp, dp, ep, expert dp) whose groups take unequal numbers of GPUs from the
-    NVLink domains they span (GPU rank r sits in domain r // gpus_per_domain); None when all are even."""
+    """The first communicating group kind (tp, cp, dp, ep, expert dp) whose groups are not all alike across NVLink
+    domains (GPU rank r sits in domain r // gpus_per_domain): every group must take the same number of GPUs from each
+    domain it spans, as the communication model times one group and applies it to all; None when all are alike."""
     if par.n_gpus <= gpus_per_domain:
         return None
     for name, groups in (("tp", tp_groups(par)), ("cp", cp_groups(par)), ("dp", dp_cp_groups(par)), ("ep", ep_groups(par)),
                          ("expert dp", expert_dp_groups(par))):
         if groups.shape[1] < 2:
             continue
-        domain = np.sort(groups, axis=1) // gpus_per_domain
-        key = np.arange(groups.shape[0])[:, None] * (par.n_gpus // gpus_per_domain + 1) + domain
-        cells, counts = np.unique(key, return_counts=True)
-        row = cells // (par.n_gpus // gpus_per_domain + 1)
-        lo, hi = np.full(groups.shape[0], np.inf), np.zeros(groups.shape[0])
-        np.minimum.at(lo, row, counts)
-        np.maximum.at(hi, row, counts)
-        if (lo != hi).any():
+        width = par.n_gpus // gpus_per_domain + 1
+        key = np.arange(groups.shape[0])[:, None] * width + groups // gpus_per_domain
+        _, counts = np.unique(key, return_counts=True)
+        if counts.min() != counts.max():  # then every group spans size / count domains, count GPUs each
             return name
     return None
 
@@ -226,24 +231,31 @@ def layout_candidates(model: ModelSpec, n_gpus: int, gpus_per_domain: int, **ove
     return sorted(out, key=lambda par: par.ep)  # stable: EP 1 layouts first, as without experts
 
 
-def fitting_layouts(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm_bytes: float, **overrides) -> list[Parallelism]:
-    """The `layout_candidates` that pass `validate` (fit in HBM, split the batch, ...), in the same order;
-    none fitting is a FabricsimError naming the rule the least memory-hungry candidate broke."""
-    fits, closest = [], None
-    for par in layout_candidates(model, n_gpus, gpus_per_domain, **overrides):
+def fitting_layouts(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm_bytes: float, *, first: bool = False,
+                    **overrides) -> list[Parallelism]:
+    """The `layout_candidates` that pass `validate` (fit in HBM, split the batch, spread evenly over NVLink domains,
+    ...), in the same order (`first`: stop at the first); none fitting is a FabricsimError naming the rule the least
+    memory-hungry candidate broke."""
+    fits, failed = [], []
+    candidates = layout_candidates(model, n_gpus, gpus_per_domain, **overrides)
+    for par in candidates:
         try:
             validate(model, par, n_gpus, gpus_per_domain, hbm_bytes)
         except FabricsimError as err:
-            need = memory_per_gpu(model, par)
-            if closest is None or need < closest[0]:
-                closest = (need, par, err)
+            failed.append((par, err))
             continue
         fits.append(par)
+        if first:
+            return fits
     if not fits:
-        why = f" (closest, {closest[1].label()}: {closest[2]})" if closest else ""
+        if not candidates:
+            raise FabricsimError(
+                f"no layout of {n_gpus} GPUs has the sizes given ({', '.join(f'{k}={v}' for k, v in overrides.items() if k in ('tp', 'pp', 'cp', 'ep'))}): "
+                "tp*pp*cp must divide the GPU count, tp must divide the NVLink domain and the attention heads")
+        par, err = min(failed, key=lambda f: memory_per_gpu(model, f[0]))
         raise FabricsimError(
             f"no Megatron layout of {model.name} fits {n_gpus} GPUs ({gpus_per_domain} per NVLink domain, "
-            f"{hbm_bytes / 1e9:.0f} GB each){why}: add GPUs or give the layout explicitly")
+            f"{hbm_bytes / 1e9:.0f} GB each) (closest, {par.label()}: {err}): add GPUs or give the layout explicitly")
     return fits
 
 
@@ -251,7 +263,7 @@ def default_parallelism(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm
     """A Megatron-like layout: the first of `fitting_layouts` (the smallest PP, and for it the smallest TP, that fits
     in HBM); DP takes the rest. ZeRO-1 (distributed optimizer), sequence parallelism and selective recompute are on,
     as in Megatron-Core's recommended settings; `overrides` (e.g. micro_batch, global_batch, precision) are kept."""
-    return fitting_layouts(model, n_gpus, gpus_per_domain, hbm_bytes, **overrides)[0]
+    return fitting_layouts(model, n_gpus, gpus_per_domain, hbm_bytes, first=True, **overrides)[0]
 
 
 def _grid(par: Parallelism) -> np.ndarray:

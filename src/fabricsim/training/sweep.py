@@ -61,12 +61,31 @@ def layout_for(model: ModelSpec, template: P.Parallelism | None, n_gpus: int, to
 def fastest_layout(model: ModelSpec, n_gpus: int, topo: Topology, comm: CommModel, efficiency: float | None = None,
                    **overrides) -> StepResult:
     """The step result of the layout with the most tokens/s among every Megatron layout that fits
-    (`parallel.fitting_layouts`; ties: the first, i.e. the smaller PP and TP). Tokens/s, not step time,
-    because the default global batch grows with PP (at least 4 micro-batches per stage)."""
+    (`parallel.fitting_layouts`; ties: the first, i.e. the smaller PP and TP). Every layout runs the same global
+    batch: the one given, else the default layout's (rounded up to each layout's micro-batch x DP), so a deep
+    pipeline pays its bubble as it would in the same training recipe. A layout the step model cannot time is skipped."""
     gpu = topology_gpu(topo)
     per_domain = int(topo.features.get("gpus_per_domain", topo.features.get("gpus_per_node", 1)))
-    runs = [step_time(model, par, gpu, comm, efficiency)
-            for par in P.fitting_layouts(model, n_gpus, per_domain, gpu.hbm_bytes, **overrides)]
+    fits = P.fitting_layouts(model, n_gpus, per_domain, gpu.hbm_bytes, **overrides)
+    if not overrides.get("global_batch"):
+        batch, same = fits[0].global_batch, []
+        for par in fits:
+            per_step = par.micro_batch * par.dp
+            par = replace(par, global_batch=-(-batch // per_step) * per_step)
+            try:
+                P.validate(model, par, n_gpus, per_domain, gpu.hbm_bytes)
+            except FabricsimError:
+                continue
+            same.append(par)
+        fits = same
+    runs, errors = [], []
+    for par in fits:
+        try:
+            runs.append(step_time(model, par, gpu, comm, efficiency))
+        except FabricsimError as err:
+            errors.append(err)
+    if not runs:
+        raise errors[0]
     return max(runs, key=lambda r: r.tokens_per_s)
 
 
