@@ -145,6 +145,16 @@ def test_multinode_h100_400g():
     assert nccl_table(h100_nodes(8), "all_reduce")[("Ring", "LL")][0] > t[("Ring", "LL")][0]
 
 
+def test_one_gpu_per_node_reaches_the_network_through_its_own_pcie_link():
+    """NCCL's topology holds only the communicator's GPUs: one GPU per node pushes every channel through its own
+    PCIe link, so the ring gets one NIC's bandwidth however many NICs the node has (xxrjun 10 x 1 H100: 48.9 GB/s)."""
+    one = NcclSystem(n_ranks=10, n_nodes=10, ppn=1, compcap=90, nvlink_bw_per_gpu=370.8, pcie_bw=48.0,
+                     nic_bw=50.0, nics_per_node=8, has_nvswitch=True)
+    g = search_graphs(one)["Ring"]
+    assert g.n_channels * g.bw_inter == pytest.approx(48.0)
+    assert nccl_predict(one, "all_reduce", 16 << 30, algo="ring").busbw / 1e9 == pytest.approx(48.0, rel=0.02)
+
+
 def test_amd_cpu_changes_ll_cap_and_overhead():
     intel, amd = h100_nodes(4), h100_nodes(4, cpu_vendor="amd")
     ti, ta = nccl_table(intel, "all_reduce"), nccl_table(amd, "all_reduce")

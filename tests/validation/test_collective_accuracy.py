@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from fabricsim.cli.validate import accuracy_table
-from fabricsim.validation.accuracy import run, summary
+from fabricsim.validation.accuracy import run, stats, summary
 from fabricsim.calibration_data import default_path
 from tests.conftest import REPORTS
 
 # Regression bounds on the calibration set (absolute % error of busbw). The issue's targets are a
-# median <= 7% and p90 <= 25%; NCCL's own cost model scores 8.4% / 56% on the rows it can model.
+# median <= 7% and p90 <= 25%; NCCL's own cost model scores 8.4% / 56% on the rows it can model (fabricsim's
+# reimplementation of it: 7.6% / 55.8% on its 102 rows).
 # Achieved: median 7.6%, p90 49.2%; the bounds are those values rounded up, not the targets. Beyond p90 sit
 # rows of misconfigured or under-described systems (nccl#2409 RoCE, the 2x RTX 2080 Ti box, H100 PCIe with
 # NVLink bridge) and the mid-size (1-128 MiB) and CollNetChain gaps. (Pipelining NVLS per channel, which
@@ -40,3 +41,11 @@ def test_accuracy_does_not_regress(predictions):
     assert fam == "all"
     assert med <= MEDIAN_BOUND, f"median abs busbw error {med:.1f}% exceeds {MEDIAN_BOUND}%"
     assert p90 <= P90_BOUND, f"p90 abs busbw error {p90:.1f}% exceeds {P90_BOUND}%"
+
+
+def test_topology_simulation_is_no_worse_than_nccls_own_model(predictions):
+    """On the rows both predict, fabricsim's median and p90 error do not exceed NCCL's cost model's."""
+    preds, _ = predictions
+    both = [p for p in preds if p.nccl_error is not None]
+    ours, nccl = stats([p.error for p in both]), stats([p.nccl_error for p in both])
+    assert ours[1] <= nccl[1] + 0.5 and ours[2] < nccl[2], f"fabricsim {ours[1:]} vs NCCL model {nccl[1:]}"

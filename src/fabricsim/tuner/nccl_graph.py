@@ -104,7 +104,9 @@ def _count(system: NcclSystem, pattern: str, bw_intra: float, bw_inter: float, m
     ppn, inter = system.ppn, system.n_nodes > 1
     best = max_ch
     if inter:
-        best = min(best, system.nics_per_node * _fit(system.net_cap, bw_inter))
+        # every channel leaves and enters each node through one of the communicator's GPUs' own PCIe links
+        # (NCCL's topology holds only the communicator's GPUs, so no PXN through other GPUs)
+        best = min(best, system.nics_per_node * _fit(system.net_cap, bw_inter), ppn * _fit(system.pcie_bw, bw_inter))
     if ppn == 1:
         return best
     cap = system.intra_cap
