@@ -1,7 +1,9 @@
-"""Engine speed: flow-level AllReduce of 1 GiB (ring and hierarchical) on superpod-h100 (3-level NDR fat tree).
+"""Engine speed: flow-level AllReduce of 1 GiB (ring and hierarchical) on superpod-h100 (3-level NDR fat tree),
+and flow-level PXN all-to-all of 1 GiB where fabricsim times all-to-all (up to MAX_ALLTOALL_RANKS ranks).
 
 8 channels. Prints wall time (topology build excluded, schedule + routing + timing included) and peak traced memory.
-Targets on a 2-core machine: <= 1 s / 5 s / 60 s at 1,024 / 16,384 / 131,072 GPUs, <= 8 GiB at 131,072.
+Targets on a 2-core machine: <= 1 s / 5 s / 60 s at 1,024 / 16,384 / 131,072 GPUs, <= 8 GiB at 131,072;
+all-to-all <= 2 s at 1,024 GPUs (n^2 transfers).
 Usage: python3 benchmarks/bench_engine.py [gpus ...]
 """
 
@@ -14,6 +16,7 @@ import tracemalloc
 
 from fabricsim.engine import simulate
 from fabricsim.schedules import build_schedule, structure_from_topology
+from fabricsim.schedules.registry import MAX_ALLTOALL_RANKS
 from fabricsim.topology import build, load_spec
 
 SIZE = 1 << 30
@@ -23,16 +26,18 @@ CHANNELS = 8  # one ring per NIC rail, as NCCL builds on 8-NIC nodes
 def bench(gpus: int) -> list[tuple]:
     topo = build(dataclasses.replace(load_spec("superpod-h100", gpus=gpus), levels=3))
     rows = []
-    for algorithm in ("ring", "hierarchical"):
+    runs = [("all_reduce", "ring"), ("all_reduce", "hierarchical")]
+    runs += [("alltoall", "pxn")] if gpus <= MAX_ALLTOALL_RANKS else []
+    for collective, algorithm in runs:
         tracemalloc.start()
         t0 = time.perf_counter()
-        sched = build_schedule("all_reduce", algorithm, topo.n_gpus, structure=structure_from_topology(topo),
+        sched = build_schedule(collective, algorithm, topo.n_gpus, structure=structure_from_topology(topo),
                                channels=CHANNELS)
-        r = simulate(topo, sched, SIZE, level="flow")
+        r = simulate(topo, sched, SIZE, level="flow", channels=CHANNELS if collective == "alltoall" else None)
         wall = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        rows.append((gpus, algorithm, wall, peak / 2**30, r.time, r.busbw / 1e9, r.bottlenecks[0].tech if r.bottlenecks else "-"))
+        rows.append((gpus, f"{algorithm} {collective}" if collective != "all_reduce" else algorithm, wall, peak / 2**30, r.time, r.busbw / 1e9, r.bottlenecks[0].tech if r.bottlenecks else "-"))
     return rows
 
 
