@@ -99,3 +99,18 @@ def test_algo_exclusion_as_nccl_algo_caret(capsys):
     rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G", "--algo", "^nvls",
                      "--format", "json")
     assert rc == 0 and json.loads(out)[0]["algo"] in ("ring", "tree")
+
+
+def test_routing_override_reaches_the_engine(capsys, tmp_path):
+    """--routing adaptive spreads flows over every fat-tree path: never slower than one hashed path each."""
+    import dataclasses
+
+    from fabricsim.topology import load_spec, save_cluster
+
+    path = tmp_path / "flat.yaml"
+    save_cluster(dataclasses.replace(load_spec("superpod-h100", nodes=64), rail_optimized=False), path)
+    args = ("perf", "alltoall", "-c", str(path), "-b", "256M", "-e", "256M", "--level", "analytical", "--format", "json")
+    rc1, ecmp, _ = run(capsys, *args)
+    rc2, adaptive, _ = run(capsys, *args, "--routing", "adaptive")
+    assert rc1 == rc2 == 0
+    assert json.loads(adaptive)[0]["busbw_GBps"] > json.loads(ecmp)[0]["busbw_GBps"]

@@ -47,6 +47,16 @@ def test_ecmp_collisions_slower_than_adaptive_routing(fat_tree):
     assert ecmp.bottlenecks[0].flows >= 2
 
 
+def test_cluster_routing_sets_the_default_and_a_call_can_override_it(fat_tree):
+    src = np.arange(32) * 8
+    adaptive_fabric = build(dataclasses.replace(BASE, routing="adaptive"))
+    assert adaptive_fabric.features["routing"] == "adaptive"
+    by_cluster = send(adaptive_fabric, src, src + 256)
+    assert by_cluster.bandwidth_time == pytest.approx(send(fat_tree[1.0], src, src + 256, adaptive=True).bandwidth_time)
+    assert send(adaptive_fabric, src, src + 256, adaptive=False).bandwidth_time == pytest.approx(
+        send(fat_tree[1.0], src, src + 256).bandwidth_time)
+
+
 def test_rail_optimised_keeps_same_rail_traffic_off_the_spines():
     src = np.arange(128)  # every GPU of nodes 0..15 to the same GPU index of nodes 16..31
     rail = build(dataclasses.replace(BASE, oversubscription=2.0))

@@ -68,6 +68,7 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
     (("rail_optimized", "'yes'"), "'rail_optimized' is 'yes'.*must be a bool"),
     (("scaleup", "torus"), "'scaleup' is 'torus'"),
     (("levels", "4"), "'levels' is 4"),
+    (("routing", "random"), "'routing' is 'random': use one of ecmp, adaptive"),
 ])
 def test_bad_fields(edit, match):
     key, value = edit

@@ -81,6 +81,7 @@ def test_variants_change_the_spec():
     assert variant(spec, "xdr").nic_gbps == 800
     assert variant(spec, "nvl72").domain_size == 72
     assert variant(spec, "sharp").sharp != spec.sharp
+    assert variant(spec, "routing").routing == "adaptive" and variant(variant(spec, "routing"), "routing").routing == "ecmp"
     assert variant(spec, "no-gpudirect").gpudirect is False
     with pytest.raises(FabricsimError, match="--compare"):
         variant(spec, "warp-drive")

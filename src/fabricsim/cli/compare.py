@@ -6,13 +6,12 @@ from pathlib import Path
 
 import click
 
-from fabricsim.cli.options import engine_options, size_options, split_list
+from fabricsim.cli.options import engine_options, load_topology, routing_option, size_options, split_list
 from fabricsim.cli.perf import PERF_COLLECTIVES, rows_for
 from fabricsim.errors import FabricsimError
 from fabricsim.reports import compare as report
 from fabricsim.reports.nccltests_log import ParsedLog, ParsedRow, parse_nccl_tests
 from fabricsim.reports.nccltests_table import DTYPE_SIZES
-from fabricsim.topology import load_cluster
 
 
 def read_log(path: str) -> ParsedLog:
@@ -63,6 +62,7 @@ def predict_like_log(topo, collective: str, log_rows: list[ParsedRow], **kw) -> 
 @click.argument("log_path", metavar="LOG")
 @click.option("--cluster", "-c", required=True, help="Preset name (fabricsim topo list) or a cluster YAML file.")
 @size_options
+@routing_option
 @click.option("--collective", default=None, type=click.Choice(PERF_COLLECTIVES),
               help="Only for logs that do not name their collective (e.g. nccl-tests v2.9 without the binary line).")
 @engine_options
@@ -70,11 +70,11 @@ def predict_like_log(topo, collective: str, log_rows: list[ParsedRow], **kw) -> 
               help="Compare against the out-of-place or the in-place columns of the log.")
 @click.option("--plot", "plot_path", default=None, help="Also save measured vs predicted busbw vs size as this PNG.")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
-def compare(log_path, cluster, nodes, gpus, collective, algo, proto, placement, level, model, plot_path, fmt):
+def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, placement, level, model, plot_path, fmt):
     """Compare a real nccl-tests LOG with fabricsim's prediction of the same sizes on a cluster."""
     log = read_log(log_path)
     coll = log_collective(log, collective)
-    topo = load_cluster(cluster, nodes=nodes, gpus=gpus)
+    topo = load_topology(cluster, nodes, gpus, routing)
     n = topo.n_gpus
     if log.nranks is not None and log.nranks != n:
         size = f" --nodes {nodes}" if nodes is not None else f" --gpus {gpus}" if gpus is not None else ""

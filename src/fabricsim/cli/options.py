@@ -5,6 +5,23 @@ from __future__ import annotations
 import click
 
 
+def routing_option(f):
+    """--routing: override the cluster's fat-tree routing (what-if: adaptive routing on a static fabric)."""
+    return click.option("--routing", default=None, type=click.Choice(["ecmp", "adaptive"]),
+                        help="Fat-tree routing: ecmp (one hashed path per flow) or adaptive (flows spread over all "
+                             "paths); default: the cluster's.")(f)
+
+
+def load_topology(cluster: str, nodes: int | None, gpus: int | None, routing: str | None):
+    """The cluster's topology, with its routing replaced when --routing is given."""
+    from dataclasses import replace
+
+    from fabricsim.topology import build, load_spec
+
+    spec = load_spec(cluster, nodes=nodes, gpus=gpus)
+    return build(replace(spec, routing=routing) if routing else spec)
+
+
 def size_options(f):
     """--nodes / --gpus: how big to build a preset cluster."""
     f = click.option("--gpus", type=int, default=None, help="Total GPUs (whole nodes / racks); presets only.")(f)

@@ -5,14 +5,13 @@ from __future__ import annotations
 import click
 import numpy as np
 
-from fabricsim.cli.options import engine_options, size_options, split_list
+from fabricsim.cli.options import engine_options, load_topology, routing_option, size_options, split_list
 from fabricsim.engine import to_perfetto
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.nccltests_table import (
     DTYPE_SIZES, ROOTED, PerfRow, count_for, format_csv, format_json, format_table,
 )
 from fabricsim.schedules import COLLECTIVES
-from fabricsim.topology import load_cluster
 from fabricsim.tuner import nccl_model
 from fabricsim.tuner.select import best
 from fabricsim.units import parse_size
@@ -108,6 +107,7 @@ def _reason(choice, ch, res) -> str:
 @click.argument("collective", type=click.Choice(PERF_COLLECTIVES))
 @click.option("--cluster", "-c", required=True, help="Preset name (fabricsim topo list) or a cluster YAML file.")
 @size_options
+@routing_option
 @click.option("-b", "--minbytes", default="32M", show_default=True, help="Smallest size (K/M/G suffixes).")
 @click.option("-e", "--maxbytes", default="32M", show_default=True, help="Largest size.")
 @click.option("-f", "--stepfactor", type=float, default=None, help="Multiply the size by this factor each step.")
@@ -122,10 +122,10 @@ def _reason(choice, ch, res) -> str:
 @click.option("--explain", is_flag=True, help="Also print NCCL's model's pick per size and why fabricsim differs.")
 @click.option("--trace", "trace_path", default=None,
               help="Write a Chrome/Perfetto trace (JSON, open in ui.perfetto.dev) of the largest size's simulation.")
-def perf(collective, cluster, nodes, gpus, minbytes, maxbytes, stepfactor, stepbytes, datatype, redop, root, algo,
-         proto, fmt, model, level, library, explain, trace_path):
+def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfactor, stepbytes, datatype, redop, root,
+         algo, proto, fmt, model, level, library, explain, trace_path):
     """Predict nccl-tests output for COLLECTIVE on a cluster (time, algbw, busbw per size)."""
-    topo = load_cluster(cluster, nodes=nodes, gpus=gpus)
+    topo = load_topology(cluster, nodes, gpus, routing)
     n = topo.n_gpus
     if collective in ROOTED and not 0 <= root < n:
         raise FabricsimError(f"root {root} is outside the {n} ranks: use -r 0..{n - 1}")

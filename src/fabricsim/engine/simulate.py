@@ -94,7 +94,12 @@ def _check_nbytes(nbytes) -> int:
     return int(nbytes)
 
 
-def _background(topo: Topology, background, model: ProtocolModel) -> FlowSet:
+def _adaptive(topo: Topology, adaptive: bool | None) -> bool:
+    """Whether flows spread over every equal-cost path: as asked, else the cluster's routing ('adaptive' / 'ecmp')."""
+    return topo.features.get("routing") == "adaptive" if adaptive is None else bool(adaptive)
+
+
+def _background(topo: Topology, background, model: ProtocolModel, adaptive: bool = False) -> FlowSet:
     """Persistent flows between GPU ranks (src, dst) that never finish: competing traffic on the fabric."""
     if background is None:
         return empty_flows()
@@ -102,7 +107,7 @@ def _background(topo: Topology, background, model: ProtocolModel) -> FlowSet:
     if src.shape != dst.shape or (src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= topo.n_gpus)):
         raise FabricsimError(f"background must be (src, dst) arrays of equal length with GPU ranks 0..{topo.n_gpus - 1}")
     neutral = replace(model, wire_efficiency=1.0, busbw_cap_per_channel=math.inf, net_peer_bw=math.inf)
-    return p2p_flows(topo, src.astype(np.int32), dst.astype(np.int32), np.ones(src.shape[0]), neutral, 1, None, False)
+    return p2p_flows(topo, src.astype(np.int32), dst.astype(np.int32), np.ones(src.shape[0]), neutral, 1, None, adaptive)
 
 
 def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int, nbytes: int,
@@ -323,7 +328,7 @@ def _check_level(level: str) -> None:
 
 def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int,
                  nbytes: int, copies: int = 1, ranks=None, protocol: str = "simple", channels: int = 1, connections: int = 1,
-                 level: str = "flow", pxn: bool | None = None, adaptive: bool = False, background=None,
+                 level: str = "flow", pxn: bool | None = None, adaptive: bool | None = None, background=None,
                  net_peer_bw: float | None = None) -> Result:
     """Time explicit step traffic (what `schedules.traffic` returns) on `topo`.
 
@@ -332,17 +337,19 @@ def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: st
     (nranks / copies)-rank collective running at once (one per group; see schedules.replicate), timed together
     and reported per copy; `background`: (src, dst) GPU ranks of never-ending competing flows;
     `net_peer_bw`: bytes/s cap on each point-to-point transfer across the network (NCCL's p2p channels per
-    network peer x their rate, which the tuner derives); None: no cap.
+    network peer x their rate, which the tuner derives); None: no cap. `adaptive`: spread every flow over all
+    equal-cost fabric paths (True) or one hashed path each (False); None: the cluster's `routing`.
     """
     _check_level(level)
     if collective not in BUSBW_FACTOR:
         raise FabricsimError(f"unknown collective '{collective}': use one of {', '.join(BUSBW_FACTOR)}")
     nbytes = _check_nbytes(nbytes)
     gpu_ranks = _check_ranks(topo, nranks, ranks)
+    adaptive = _adaptive(topo, adaptive)
     plan, model = _plan(topo, steps, collective=collective, algorithm=algorithm, nranks=nranks, nbytes=nbytes,
                         gpu_ranks=gpu_ranks, protocol=protocol, channels=channels, connections=connections,
                         pxn=pxn, adaptive=adaptive, net_peer_bw=net_peer_bw, copies=copies)
-    bg = _background(topo, background, model)
+    bg = _background(topo, background, model, adaptive)
     finishes, t = _pattern_times(topo, plan, level, bg)
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
     steady = float(_finish_times(topo, [plan.union], level, bg)[0].max(initial=0.0)) if plan.slices > 1 else t_sum
@@ -367,7 +374,7 @@ def _job_args(topo: Topology, job: Job) -> dict:
 
 def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int = 4, protocol: str = "simple",
              channels: int | None = None, level: str = "flow", ranks=None, pxn: bool | None = None,
-             adaptive: bool = False, background=None, net_peer_bw: float | None = None) -> Result:
+             adaptive: bool | None = None, background=None, net_peer_bw: float | None = None) -> Result:
     """Time `schedule` moving `nbytes` (nccl-tests' size) on `topo`; schedule rank i runs on GPU `ranks[i]`.
     `net_peer_bw`: see `time_traffic`."""
     _check_level(level)
@@ -376,7 +383,7 @@ def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int 
 
 
 def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: str = "flow", pxn: bool | None = None,
-                        adaptive: bool = False, background=None) -> list[Result]:
+                        adaptive: bool | None = None, background=None) -> list[Result]:
     """Time several collectives running at once on one fabric; they contend on shared links.
 
     Each job's pipelined bandwidth phase is drained together with every other job's (flows re-share links as
@@ -384,6 +391,7 @@ def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: s
     Jobs are `Job`s or tuples (schedule, nbytes, ranks, ...) in `Job`'s field order.
     """
     _check_level(level)
+    adaptive = _adaptive(topo, adaptive)
     jobs = [j if isinstance(j, Job) else Job(*j) for j in jobs]
     plans = []
     bg = empty_flows()
@@ -396,7 +404,7 @@ def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: s
                             channels=args["channels"], connections=args["connections"], pxn=pxn, adaptive=adaptive,
                             net_peer_bw=args["net_peer_bw"])
         if i == 0:
-            bg = _background(topo, background, model)
+            bg = _background(topo, background, model, adaptive)
         plans.append(plan)
     together = _finish_times(topo, [p.union for p in plans], level, bg)
     results = []

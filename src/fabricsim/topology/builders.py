@@ -156,7 +156,7 @@ def build_topology(spec: ClusterSpec) -> Topology:
         gpu_device=gpus, gpu_nic=gpu_nic, gpu_cpu=gpu_cpu.astype(np.int32), spec=spec,
         features={
             "fabric": None if spec.fabric == "none" else spec.fabric,
-            "sharp": spec.sharp, "gpudirect": spec.gpudirect, "nvls": spec.nvls, "p2p": spec.p2p,
+            "sharp": spec.sharp, "gpudirect": spec.gpudirect, "nvls": spec.nvls, "p2p": spec.p2p, "routing": spec.routing,
             "rail_optimized": spec.rail_optimized, "gpus_per_node": G, "gpus_per_domain": spec.domain_size,
             "nodes": N, "nics_per_node": R, "fabric_levels": tree.levels if tree else 0,
             "fabric_planes": tree.planes if tree else 0,

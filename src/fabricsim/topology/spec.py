@@ -18,6 +18,7 @@ from fabricsim.errors import FabricsimError
 SCALEUPS = ("nvswitch", "nvlink-mesh", "nvl72", "pcie")
 FABRICS = ("infiniband", "roce", "none")
 HOST_CPUS = ("x86", "grace")
+ROUTINGS = ("ecmp", "adaptive")
 # Fields where 0 is meaningful: no NICs (and so no NIC speed), GPUs on CPU root ports, no NVSwitch.
 _ZERO_OK = {"nics_per_node", "nic_gbps", "pcie_switches_per_node", "nvswitch_chips"}
 
@@ -35,6 +36,9 @@ class ClusterSpec:
     NCCL_COLLNET_ENABLE=1); off by default, as in NCCL, even where the switches support it.
     pcie_switch: catalog PCIe switch part ('' when pcie_switches_per_node is 0).
     leaf_switch / spine_switch: catalog fabric switch parts (the core tier uses the spine part).
+    routing: how the fat tree spreads flows over equal-cost paths: 'ecmp' (static, one hashed path per
+    flow: Ethernet ECMP, InfiniBand's static forwarding tables) or 'adaptive' (every flow spread evenly
+    over all paths: InfiniBand adaptive routing, Spectrum-X packet spraying).
     """
 
     name: str
@@ -62,6 +66,7 @@ class ClusterSpec:
     nvswitch_chips: int = 0
     cpus_per_node: int = 2
     host_cpu: str = "x86"
+    routing: str = "ecmp"
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -141,6 +146,7 @@ def _check_values(s: ClusterSpec) -> None:
     _one_of("scaleup", s.scaleup, SCALEUPS)
     _one_of("fabric", s.fabric, FABRICS)
     _one_of("host_cpu", s.host_cpu, HOST_CPUS)
+    _one_of("routing", s.routing, ROUTINGS)
     if s.levels not in (1, 2, 3, "auto"):
         raise FabricsimError(f"cluster field 'levels' is {s.levels!r}: use 1, 2, 3 or 'auto'")
     hardware.get_gpu(s.gpu)

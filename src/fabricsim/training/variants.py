@@ -50,12 +50,19 @@ def _sharp(s: ClusterSpec) -> ClusterSpec:
     return replace(s, sharp=not s.sharp)
 
 
+def _routing(s: ClusterSpec) -> ClusterSpec:
+    if s.fabric == "none":
+        raise FabricsimError(f"cluster {s.name} has no scale-out fabric to route: drop 'routing' from --compare")
+    return replace(s, routing="adaptive" if s.routing == "ecmp" else "ecmp")
+
+
 VARIANTS = {
     "pcie": ("PCIe only (no NVLink)", _pcie),
     "xdr": ("XDR 800G NICs", _xdr),
     "nvl72": ("NVL72 domains", _nvl72),
     "sharp": ("SHARP toggled", _sharp),
     "no-gpudirect": ("GPUDirect RDMA off", lambda s: replace(s, gpudirect=False)),
+    "routing": ("fat-tree routing toggled (ECMP <-> adaptive)", _routing),
 }
 
 
