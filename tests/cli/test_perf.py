@@ -108,7 +108,8 @@ def test_routing_override_reaches_the_engine(capsys, tmp_path):
     from fabricsim.topology import load_spec, save_cluster
 
     path = tmp_path / "flat.yaml"
-    save_cluster(dataclasses.replace(load_spec("superpod-h100", nodes=64), rail_optimized=False), path)
+    save_cluster(dataclasses.replace(load_spec("superpod-h100", nodes=16), rail_optimized=False, su_nodes=8,
+                                     oversubscription=2.0), path)
     args = ("perf", "alltoall", "-c", str(path), "-b", "256M", "-e", "256M", "--level", "analytical", "--format", "json")
     rc1, ecmp, _ = run(capsys, *args)
     rc2, adaptive, _ = run(capsys, *args, "--routing", "adaptive")
