@@ -115,3 +115,35 @@ def test_routing_override_reaches_the_engine(capsys, tmp_path):
     rc2, adaptive, _ = run(capsys, *args, "--routing", "adaptive")
     assert rc1 == rc2 == 0
     assert json.loads(adaptive)[0]["busbw_GBps"] > json.loads(ecmp)[0]["busbw_GBps"]
+
+
+@pytest.mark.parametrize("args,match", [
+    (("-b", "8", "-e", "64", "-f", "nan"), "finite number"),
+    (("-b", "8", "-e", "99999999999999999999999"), "256 TiB"),
+    (("-b", "1M", "-e", "1M", "--algo", "^ring,tree,nvls"), "excludes every algorithm"),
+    (("-b", "1M", "-e", "1M", "--proto", "^ll,ll128,simple"), "some, not all"),
+    (("-b", "1M", "-e", "1M", "--model", "nccl", "--explain"), "drop --model nccl"),
+    (("-b", "64M", "-e", "64M", "-o", "prod", "--algo", "nvls"), "NVLS cannot reduce prod on float"),
+])
+def test_bad_perf_inputs_are_one_clear_error(capsys, args, match):
+    rc, out, err = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", *args)
+    assert rc == 2 and err.startswith("error: ") and match in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("extra", [("-o", "prod"), ("-o", "avg"), ("-d", "int8"), ("-d", "f8e4m3"), ("-o", "max", "-d", "float")])
+def test_nvls_only_for_the_reductions_the_nvswitch_does(capsys, extra):
+    """NCCL's NVLS reduces sum/min/max on 32/64-bit integers, half, bfloat16 and sum on float/double only."""
+    base = ("perf", "all_reduce", "-c", "dgx-h100", "-b", "64M", "-e", "64M", "--format", "json")
+    rc, out, _ = run(capsys, *base, *extra)
+    assert rc == 0 and json.loads(out)[0]["algo"] != "nvls"
+    rc, out, _ = run(capsys, *base, *extra, "--model", "nccl")
+    assert rc == 0 and json.loads(out)[0]["algo"] not in ("NVLS", "NVLSTree")
+    rc, out, _ = run(capsys, *base, "-o", "max", "-d", "bfloat16")
+    assert json.loads(out)[0]["algo"] == "nvls"
+
+
+def test_sizes_below_one_element_move_nothing(capsys):
+    for model in ("fabricsim", "nccl"):
+        rc, out, _ = run(capsys, "perf", "alltoall", "-c", "dgx-h100", "-b", "1", "-e", "2", "--model", model, "--format", "json")
+        rows = json.loads(out)
+        assert rc == 0 and all(r["size_bytes"] == 0 and r["time_us"] == 0 for r in rows)

@@ -23,7 +23,8 @@ def test_verify_filters():
 @pytest.mark.parametrize(
     "args",
     [["--ranks", "0"], ["--ranks", "5-2"], ["--ranks", "x"], ["--algo", "tree", "--collective", "all_gather"],
-     ["--ranks", "3", "--algo", "hierarchical"], ["--collective", "gather"]],
+     ["--ranks", "3", "--algo", "hierarchical"], ["--collective", "gather"], ["--ranks", "1-100000"],
+     ["--ranks", "2,3", "--count", "100000000"]],
 )
 def test_verify_refuses(args):
     result = CliRunner().invoke(verify, args)

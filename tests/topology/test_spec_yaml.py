@@ -69,6 +69,9 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
     (("scaleup", "torus"), "'scaleup' is 'torus'"),
     (("levels", "4"), "'levels' is 4"),
     (("routing", "random"), "'routing' is 'random': use one of ecmp, adaptive"),
+    (("leaf_switch", "''"), "needs leaf_switch"),
+    (("nic", "''"), "needs nic"),
+    (("nodes", "1000000000"), "more than fabricsim builds"),
 ])
 def test_bad_fields(edit, match):
     key, value = edit
@@ -129,3 +132,11 @@ def test_validate_rejects_corrupt_arrays(corrupt, match):
     topo = load_cluster("dgx-h100")
     corrupt(topo)
     _err(lambda: validate(topo), match)
+
+
+def test_nvls_needs_nvswitch_and_files_must_be_text(tmp_path):
+    pcie = BASE.replace("scaleup: nvswitch", "scaleup: pcie").replace("nvswitch_chips: 4", "nvswitch_chips: 0")
+    _err(pcie, "nvls: true needs NVSwitch")
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(bytes(range(128, 256)))
+    _err(lambda: ClusterSpec.from_yaml(path), "not UTF-8 text")

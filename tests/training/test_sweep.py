@@ -117,3 +117,24 @@ def test_cli_errors_are_fabricsim_errors():
     assert isinstance(out.exception, FabricsimError) and "tp" in str(out.exception)
     out = CliRunner().invoke(train, ["--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--search", "--dp", "1"])
     assert isinstance(out.exception, FabricsimError) and "drop --dp" in str(out.exception)
+
+
+def test_a_yaml_cluster_is_a_template_the_sweep_resizes(tmp_path):
+    from fabricsim.topology import load_spec, save_cluster
+
+    path = tmp_path / "c.yaml"
+    save_cluster(load_spec("dgx-h100", nodes=1), path)
+    res = scaling(MODELS["llama3-8b"], str(path), [8, 16], comm_factory=fake)
+    assert [r.n_gpus for r in res] == [8, 16]
+
+
+@pytest.mark.parametrize("args,match", [
+    (("--efficiency", "1e-300"), "between 0.01 and 1"),
+    (("--plot", "/nonexistent-dir/x.png"), "directory does not exist"),
+    (("--cp", "2", "--seq", "7"), "even sequence length"),
+])
+def test_train_input_errors(args, match):
+    from fabricsim.cli.train import train
+
+    out = CliRunner().invoke(train, ["--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", *args])
+    assert isinstance(out.exception, FabricsimError) and match in str(out.exception)

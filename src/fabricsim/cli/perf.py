@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 import numpy as np
 
@@ -20,12 +22,18 @@ PERF_COLLECTIVES = COLLECTIVES  # every collective fabricsim schedules
 REDOPS = ("sum", "prod", "min", "max", "avg")
 _SIZED_BY_TOTAL = {"all_gather", "reduce_scatter", "alltoall"}
 _REDUCING = {"all_reduce", "reduce_scatter", "reduce"}  # nccl-tests prints the redop for these, 'none' otherwise
+MAX_BYTES = 1 << 48  # largest -e: per-rank buffers beyond 256 TiB exist on no GPU, and byte counts stay exact in float64
 
 
 def sizes(minbytes: int, maxbytes: int, factor: float | None, step: int | None) -> list[int]:
     """nccl-tests' size sweep: multiply by -f, or add -i, from -b up to -e inclusive."""
     if maxbytes < minbytes:
         raise FabricsimError(f"-e {maxbytes} is smaller than -b {minbytes}: the sweep runs from -b up to -e")
+    if maxbytes > MAX_BYTES:
+        raise FabricsimError(f"-e {maxbytes} bytes is more than fabricsim sizes a buffer ({MAX_BYTES} bytes, 256 TiB): "
+                             "use a smaller -e")
+    if factor is not None and not math.isfinite(factor):
+        raise FabricsimError(f"-f {factor}: the factor must be a finite number greater than 1")
     if factor is not None and step is not None:
         raise FabricsimError("give either -f FACTOR or -i STEP, not both")
     if step is not None and step <= 0:
@@ -57,14 +65,17 @@ def rows_for(topo, collective: str, size_list: list[int], *, dtype: str, redop: 
         nbytes = count * elem * (n if collective in _SIZED_BY_TOTAL else 1)
         r = root if collective in ROOTED else -1
         op = redop if collective in _REDUCING else "none"
+        if nbytes == 0:  # fewer bytes than one element: NCCL returns at once for a count of 0, nothing moves
+            out.append((PerfRow(0, 0, dtype, op, r, 0.0, 0.0, 0.0, "none", "none", 0, "none"), None))
+            continue
         if model == "nccl":
-            ch = nccl_model.nccl_predict(system, collective, nbytes, algo=algos, proto=protos)
+            ch = nccl_model.nccl_predict(system, collective, nbytes, algo=algos, proto=protos, redop=redop, dtype=dtype)
             row = PerfRow(nbytes, count, dtype, op,
                           r, ch.time_s, ch.algbw, ch.busbw, ch.algo, ch.proto, ch.channels, "nccl-model")
             out.append((row, ch))
             continue
         choice = best(topo, collective, nbytes, ranks=ranks, elem_size=elem, algos=algos, protos=protos,
-                      level=level, library=library, root=max(r, 0))
+                      level=level, library=library, root=max(r, 0), redop=redop, dtype=dtype)
         res = choice.result
         row = PerfRow(nbytes, count, dtype, op,
                       r, res.time, res.algbw, res.busbw, choice.algorithm, choice.protocol, choice.channels, res.level)
@@ -78,18 +89,21 @@ def explain_rows(topo, collective: str, rows: list[tuple[PerfRow, object]], prot
     lines = ["", "# explain: fabricsim (topology simulation) vs NCCL's own cost model (tuning.cc)",
              f"# {'size':>12}  {'fabricsim':<18} {'time us':>10} {'busbw':>8}   {'nccl model':<18} {'time us':>10} {'busbw':>8}  reason"]
     for row, choice in rows:
+        if choice is None:
+            continue
         try:
-            ch = nccl_model.nccl_predict(system, collective, row.size_bytes, algo=algos, proto=protos)
-            nccl = (f"{ch.algo}/{ch.proto}", ch.time_s * 1e6, ch.busbw / 1e9)
+            ch = nccl_model.nccl_predict(system, collective, row.size_bytes, algo=algos, proto=protos,
+                                         redop=row.redop if row.redop != "none" else "sum", dtype=row.dtype)
+            nccl = (f"{ch.algo}/{ch.proto}", f"{ch.time_s * 1e6:.1f}", f"{ch.busbw / 1e9:.1f}")
+            reason = None
         except FabricsimError as err:
-            nccl = ("n/a", float("nan"), float("nan"))
-            reason = str(err)
+            nccl, reason = ("n/a", "-", "-"), str(err)
         res = choice.result
         fab = (f"{choice.algorithm}/{choice.protocol}", res.time * 1e6, res.busbw / 1e9)
-        if nccl[0] != "n/a":
+        if reason is None:
             reason = _reason(choice, ch, res)
-        lines.append(f"# {row.size_bytes:>12}  {fab[0]:<18} {fab[1]:>10.1f} {fab[2]:>8.1f}   {nccl[0]:<18} {nccl[1]:>10.1f} "
-                     f"{nccl[2]:>8.1f}  {reason}")
+        lines.append(f"# {row.size_bytes:>12}  {fab[0]:<18} {fab[1]:>10.1f} {fab[2]:>8.1f}   {nccl[0]:<18} {nccl[1]:>10} "
+                     f"{nccl[2]:>8}  {reason}")
     return "\n".join(lines)
 
 
@@ -136,9 +150,13 @@ def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfact
     rows = rows_for(topo, collective, size_list, dtype=datatype, redop=redop, root=root, algos=split_list(algo),
                     protos=split_list(proto), level=level, library=library, model=model)
     perf_rows = [r for r, _ in rows]
+    if explain and model != "fabricsim":
+        raise FabricsimError("--explain compares fabricsim's simulation with NCCL's model: drop --model nccl")
     if trace_path:
         if model != "fabricsim":
             raise FabricsimError("--trace records fabricsim's simulation: drop --model nccl to write a trace")
+        if rows[-1][1] is None:
+            raise FabricsimError("the largest size moves no data (fewer bytes than one element): raise -e to trace it")
         to_perfetto(rows[-1][1].result, trace_path)
     if fmt == "json":
         click.echo(format_json(perf_rows))
@@ -148,5 +166,5 @@ def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfact
         click.echo(f"# fabricsim perf {collective} on {topo.name}: {n} GPUs, model {model}"
                    + (f", engine level {level}" if model == "fabricsim" else ""))
         click.echo(format_table(perf_rows, collective, n))
-        if explain and model == "fabricsim":
+        if explain:
             click.echo(explain_rows(topo, collective, rows, split_list(proto), split_list(algo)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from dataclasses import replace
 
 import click
@@ -71,8 +72,12 @@ def _plot(path: str, runs: dict, walls: dict) -> None:
     ax1.legend(fontsize=8)
     fig.suptitle("training throughput (dashed: scaling wall)")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as err:
+        raise FabricsimError(f"cannot write plot {path}: {err.strerror}; check the directory exists and is writable") from None
+    finally:
+        plt.close(fig)
 
 
 @click.command("train")
@@ -109,8 +114,10 @@ def train(model_name, cluster, gpus, tp, pp, dp, ep, cp, vp, zero, sp, seq, glob
         if seq < 1:
             raise FabricsimError("--seq must be at least 1")
         model = replace(model, seq=seq)
-    if efficiency is not None and not 0 < efficiency <= 1:
-        raise FabricsimError(f"--efficiency {efficiency} must be in (0, 1], a fraction of peak")
+    if efficiency is not None and not 0.01 <= efficiency <= 1:
+        raise FabricsimError(f"--efficiency {efficiency} must be between 0.01 and 1, a fraction of peak compute")
+    if plot and not Path(plot).resolve().parent.is_dir():
+        raise FabricsimError(f"cannot write plot {plot}: its directory does not exist; create it or choose another path")
     counts = _counts(gpus)
     common = dict(micro_batch=micro_batch, global_batch=global_batch or 0, precision=precision, recompute=recompute,
                   sequence_parallel=True if sp is None else sp, zero=1 if zero is None else zero)

@@ -37,6 +37,10 @@ def _names(text: str | None, known: tuple[str, ...], what: str) -> list[str]:
     return names
 
 
+MAX_VERIFY_RANKS = 1024
+MAX_VERIFY_ELEMENTS = 1 << 24
+
+
 def structure_for(n: int) -> Structure:
     """8 ranks per node when n divides by 8, else one node of n; NVSwitch and SHARP present."""
     return Structure(nranks=n, ranks_per_node=8 if n % 8 == 0 else n, has_nvswitch=True, has_sharp=True)
@@ -72,6 +76,13 @@ def verify(ranks: str, algo: str | None, collective: str | None, count: int) -> 
     if count < 0:
         raise FabricsimError(f"--count {count} is negative: use 0 or more elements")
     counts = parse_ranks(ranks)
+    # verify executes every rank's data with numpy: bound ranks and ranks x elements so a run ends in seconds
+    if counts[-1] > MAX_VERIFY_RANKS:
+        raise FabricsimError(f"--ranks up to {counts[-1]}: verify executes schedules on real data for at most "
+                             f"{MAX_VERIFY_RANKS} ranks; time larger clusters with `fabricsim perf`")
+    if counts[-1] * max(count, 1) > MAX_VERIFY_ELEMENTS:
+        raise FabricsimError(f"--count {count} on {counts[-1]} ranks is more than {MAX_VERIFY_ELEMENTS:,} elements in all: "
+                             "use a smaller --count")
     collectives = _names(collective, tuple(ALGORITHMS), "collective")
     all_algos = tuple(dict.fromkeys(a for c in collectives for a in ALGORITHMS[c]))
     algos = _names(algo, all_algos, "algorithm for the chosen collectives")

@@ -119,7 +119,7 @@ def plan_fat_tree(spec, leaf_ports: int, spine_ports: int) -> FatTree:
             raise FabricsimError(
                 f"{E} NIC ports exceed a 3-level fat tree of {spine_ports}-port switches (about {most} ports"
                 f"{' per rail plane' if spec.rail_optimized else ''}): use fewer nodes, a higher-radix switch,"
-                f" oversubscription, or rail_optimized: true"
+                f" or oversubscription{'' if spec.rail_optimized else ', or rail_optimized: true'}"
             )
         planes = R
     # order leaves plane-major so each plane's leaves are contiguous: plane p = rail p

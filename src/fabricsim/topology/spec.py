@@ -19,6 +19,7 @@ SCALEUPS = ("nvswitch", "nvlink-mesh", "nvl72", "pcie")
 FABRICS = ("infiniband", "roce", "none")
 HOST_CPUS = ("x86", "grace")
 ROUTINGS = ("ecmp", "adaptive")
+MAX_GPUS = 1 << 21  # 2,097,152: beyond every planned cluster; bounds memory (a 131k-GPU topology takes ~0.2 GiB)
 # Fields where 0 is meaningful: no NICs (and so no NIC speed), GPUs on CPU root ports, no NVSwitch.
 _ZERO_OK = {"nics_per_node", "nic_gbps", "pcie_switches_per_node", "nvswitch_chips"}
 
@@ -115,6 +116,8 @@ def _read(text_or_path: str | Path) -> tuple[str, str]:
             return str(path), path.read_text()
         except OSError as err:
             raise FabricsimError(f"cannot read cluster file {path}: {err.strerror}; check the path") from None
+        except UnicodeDecodeError:
+            raise FabricsimError(f"cluster file {path} is not UTF-8 text: give a YAML cluster file") from None
     return "cluster YAML", str(text_or_path)
 
 
@@ -165,10 +168,20 @@ def _check_values(s: ClusterSpec) -> None:
     if s.scaleup in ("nvswitch", "nvl72") and s.nvswitch_chips == 0:
         raise FabricsimError(f"scaleup '{s.scaleup}' needs nvswitch_chips > 0 (NVSwitch chips per NVLink domain)")
     if s.pcie_switches_per_node:
+        if not s.pcie_switch:
+            raise FabricsimError("pcie_switches_per_node > 0 needs pcie_switch (a catalog PCIe switch, e.g. pcie-switch5)")
         hardware.get_switch(s.pcie_switch)
+    if s.nodes * s.gpus_per_node > MAX_GPUS:
+        raise FabricsimError(f"{s.nodes * s.gpus_per_node:,} GPUs is more than fabricsim builds ({MAX_GPUS:,}): use fewer nodes")
+    if s.nvls and s.scaleup not in ("nvswitch", "nvl72"):
+        raise FabricsimError(f"nvls: true needs NVSwitch, but scaleup is '{s.scaleup}': set nvls: false or scaleup: nvswitch")
     if s.fabric != "none":
         if s.nics_per_node == 0 or s.nic_gbps == 0:
             raise FabricsimError(f"fabric '{s.fabric}' needs nics_per_node > 0 and nic_gbps > 0; or set fabric: none")
+        missing = [k for k in ("nic", "leaf_switch", "spine_switch") if not getattr(s, k)]
+        if missing:
+            raise FabricsimError(f"fabric '{s.fabric}' needs {', '.join(missing)} (catalog part names, see `fabricsim topo "
+                                 "show` of a preset); or set fabric: none")
         hardware.get_nic(s.nic)
         hardware.get_switch(s.leaf_switch)
         hardware.get_switch(s.spine_switch)

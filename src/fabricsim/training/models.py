@@ -251,4 +251,8 @@ def load_model(name_or_path: str) -> ModelSpec:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise FabricsimError(f"{path}: malformed YAML{where}: {getattr(err, 'problem', err)}; fix the syntax") from None
+    except UnicodeDecodeError:
+        raise FabricsimError(f"model file {path} is not UTF-8 text: give a YAML model file") from None
+    except OSError as err:
+        raise FabricsimError(f"cannot read model file {path}: {err.strerror}; check the path") from None
     return model_from_dict(data, str(path))

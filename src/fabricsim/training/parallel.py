@@ -115,6 +115,9 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
     if par.global_batch % (par.micro_batch * par.dp):
         raise FabricsimError(
             f"global batch {par.global_batch} is not a multiple of micro_batch*dp = {par.micro_batch}*{par.dp}: use a multiple of {par.micro_batch * par.dp}")
+    if par.cp > 1 and model.seq % 2:
+        raise FabricsimError(f"context parallelism splits the sequence into 2*cp chunks, so it needs an even sequence length "
+                             f"(got {model.seq}): use an even --seq, or cp 1")
     if model.seq % par.cp or par.cp > 1 and (model.seq // par.cp) % 2:
         raise FabricsimError(f"sequence length {model.seq} cannot be split into 2*cp = {2 * par.cp} chunks (Megatron CP load balancing): use a cp that divides {model.seq // 2}")
     if par.ep > 1:

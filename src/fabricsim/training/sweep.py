@@ -34,9 +34,12 @@ class Wall:
 
 
 def cluster_topology(cluster, n_gpus: int) -> Topology:
-    """A topology with at least `n_gpus` GPUs from a preset name, a YAML path or a ClusterSpec."""
+    """A topology with at least `n_gpus` GPUs from a preset name, a YAML path or a ClusterSpec; a YAML
+    cluster, like a spec, is the template whose node count the sweep sets (whole NVLink domains)."""
     if isinstance(cluster, str):
-        return topology.load_cluster(cluster, gpus=n_gpus)
+        if cluster in topology.PRESETS:
+            return topology.load_cluster(cluster, gpus=n_gpus)
+        cluster = topology.load_spec(cluster)
     per_domain_nodes = cluster.domain_size // cluster.gpus_per_node if cluster.scaleup == "nvl72" else 1
     nodes = math.ceil(n_gpus / cluster.gpus_per_node / per_domain_nodes) * per_domain_nodes
     return topology.build(replace(cluster, nodes=nodes))

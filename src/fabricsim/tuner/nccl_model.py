@@ -273,17 +273,34 @@ def _exec_channels(system: NcclSystem, algo: str, proto: str, nbytes: int, n_cha
     return nc
 
 
+# NVLS reduces in the NVSwitch only Sum / Min / Max on 32- and 64-bit integers, half and bfloat16, and Sum on float
+# and double (src/device/generate.py, which must match ncclNvlsSupported(); nccl-model.md s1.2). Other reductions
+# (prod, avg) and types (8-bit integers, FP8) fall back to the other algorithms. Names are nccl-tests' -d / -o names.
+NVLS_REDUCE_TYPES = {"sum": {"int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"},
+                     "min": {"int32", "uint32", "int64", "uint64", "half", "bfloat16"},
+                     "max": {"int32", "uint32", "int64", "uint64", "half", "bfloat16"}}
+_REDUCING = ("all_reduce", "reduce_scatter", "reduce")
+
+
+def nvls_reduces(collective: str, redop: str = "sum", dtype: str = "float") -> bool:
+    """Whether NCCL's NVLS / NVLSTree can run this call: any call that does not reduce, or a supported (op, type)."""
+    return collective not in _REDUCING or dtype in NVLS_REDUCE_TYPES.get(redop, ())
+
+
 def nccl_predict(system: NcclSystem, collective: str, nbytes: int, algo=None, proto=None,
-                 pipe_ops: int = 1) -> NcclChoice:
+                 pipe_ops: int = 1, redop: str = "sum", dtype: str = "float") -> NcclChoice:
     """NCCL's choice for one call of `nbytes` (the nccl-tests size: the total buffer for all_gather /
     reduce_scatter). `algo` / `proto` restrict the choice like NCCL_ALGO / NCCL_PROTO ('ring',
-    'ring,tree', '^nvls', or a list); a restriction that leaves nothing raises FabricsimError."""
+    'ring,tree', '^nvls', or a list); a restriction that leaves nothing raises FabricsimError.
+    `redop` / `dtype` (nccl-tests names) rule out NVLS where the NVSwitch cannot reduce them."""
     coll = _collective(collective)
     if nbytes <= 0:
         raise FabricsimError(f"message size {nbytes} B is not positive: give a size of at least 1 byte")
     algos = _allowed(algo, ALGO_NAMES, "algorithm")
     protos = _allowed(proto, PROTO_NAMES, "protocol")
     table = dict(_table(system, coll, protos is not None and "LL128" in protos))
+    if not nvls_reduces(coll, redop, dtype):
+        table.update({k: None for k in table if k[0] in ("NVLS", "NVLSTree")})
     n_channels = comm_channels(system, search_graphs(system))
     best = None
     for (a, p), value in table.items():

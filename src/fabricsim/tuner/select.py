@@ -77,17 +77,25 @@ def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str 
 def _filter(pairs: list[tuple[str, str]], algos, protos, collective: str) -> list[tuple[str, str]]:
     if algos:
         # As NCCL_ALGO: a list of allowed algorithms ('^a,b': all but these); an error only when none applies.
+        offered = sorted({p[0] for p in pairs})
         if algos[0].startswith("^"):
             excluded = {a.lstrip("^") for a in algos}
             algos = [a for a in dict.fromkeys(p[0] for p in pairs) if a not in excluded]
+            if not algos:
+                raise FabricsimError(f"--algo ^{','.join(sorted(excluded))} excludes every algorithm that applies to "
+                                     f"{collective} here ({', '.join(offered)}): leave at least one")
         kept = [p for p in pairs if p[0] in algos]
         if not kept:
-            offered = sorted({p[0] for p in pairs})
             raise FabricsimError(
                 f"algorithm {', '.join(algos)} does not apply to {collective} on this cluster; "
                 f"applicable: {', '.join(offered)}")
         pairs = kept
     if protos:
+        if protos[0].startswith("^"):  # as NCCL_PROTO: '^ll,ll128' = all but these
+            excluded = {p.lstrip("^") for p in protos}
+            protos = [p for p in PROTOCOLS if p not in excluded]
+            if not protos or excluded - set(PROTOCOLS):
+                raise FabricsimError(f"--proto ^{','.join(sorted(excluded))} must exclude some, not all, of ll, ll128, simple")
         bad = [p for p in protos if p not in PROTOCOLS]
         if bad:
             raise FabricsimError(f"unknown protocol {', '.join(bad)}: use ll, ll128 or simple")
@@ -102,15 +110,24 @@ def _filter(pairs: list[tuple[str, str]], algos, protos, collective: str) -> lis
 
 def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | None = None, elem_size: int = 4,
          algos: list[str] | None = None, protos: list[str] | None = None, level: str = "flow",
-         library: str = "nccl", root: int = 0, nccl_version: tuple[int, int] | None = None) -> Choice:
+         library: str = "nccl", root: int = 0, nccl_version: tuple[int, int] | None = None,
+         redop: str = "sum", dtype: str = "float") -> Choice:
     """Time every candidate with the engine and return the fastest (ties: candidate order).
 
     `nccl_version` (major, minor) selects version-dependent NCCL rules (point-to-point channels per
-    network peer); None: the NCCL release fabricsim's constants follow (NCCL_VERSION)."""
+    network peer); None: the NCCL release fabricsim's constants follow (NCCL_VERSION). `redop` / `dtype`
+    (nccl-tests names) rule out NVLS where the NVSwitch cannot reduce them (nccl_model.nvls_reduces)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
     # A forced list may name any fabricsim schedule; an exclusion ('^nvls') narrows the library's own candidates.
     forced = bool(algos) and not algos[0].startswith("^")
-    pairs = _filter(candidates(topo, collective, ranks, "all" if forced else library), algos, protos, collective)
+    pairs = candidates(topo, collective, ranks, "all" if forced else library)
+    if not nccl_model.nvls_reduces(collective, redop, dtype):
+        pairs = [p for p in pairs if p[0] not in ("nvls", "nvls_tree")]
+        if not pairs or (forced and not any(p[0] in algos for p in pairs)):
+            raise FabricsimError(f"NVLS cannot reduce {redop} on {dtype} (the NVSwitch reduces sum/min/max on 32/64-bit "
+                                 "integers, half and bfloat16, and sum on float and double): choose another algorithm, "
+                                 "operation or type")
+    pairs = _filter(pairs, algos, protos, collective)
     if not pairs:
         raise FabricsimError(f"no algorithm applies to {collective} on these {len(ranks)} ranks of {topo.name}: "
                              "use more ranks or another collective")
