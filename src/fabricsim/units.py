@@ -12,6 +12,7 @@ from fabricsim.errors import FabricsimError
 GB = 1e9  # decimal gigabyte, as nccl-tests and NVIDIA datasheets use
 US = 1e-6  # one microsecond in seconds
 Gbit = 1e9 / 8  # one gigabit in bytes
+MAX_BYTES = 1 << 48  # largest message fabricsim sizes: no GPU buffer comes near 256 TiB, and byte counts stay exact in float64
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(iB|B)?\s*$", re.IGNORECASE)
 _SIZE_MULT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}

@@ -12,16 +12,37 @@ from fabricsim.errors import FabricsimError
 from fabricsim.reports import compare as report
 from fabricsim.reports.nccltests_log import ParsedLog, ParsedRow, parse_nccl_tests
 from fabricsim.reports.nccltests_table import DTYPE_SIZES
+from fabricsim.topology import load_spec
 
 
 def read_log(path: str) -> ParsedLog:
     """Read and parse an nccl-tests log file (text or -J JSON)."""
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as err:
         raise FabricsimError(f"cannot read nccl-tests log {path}: {err.strerror}; give the path of a saved "
                              "nccl-tests stdout or -J JSON file") from None
+    except UnicodeDecodeError as err:
+        raise FabricsimError(f"nccl-tests log {path} is not UTF-8 text (byte {err.start}): give a saved nccl-tests "
+                             "stdout or -J JSON file") from None
     return parse_nccl_tests(text)
+
+
+def rank_mismatch(log_nranks: int, cluster: str, size: str, topo) -> str:
+    """The log ran another rank count than the cluster has GPUs: say so, and which cluster size would match."""
+    where = f"the log ran on {log_nranks} ranks but {cluster}{size} has {topo.n_gpus} GPUs"
+    spec = topo.spec
+    if Path(cluster).is_file():
+        if log_nranks % spec.gpus_per_node == 0:
+            return f"{where}: set nodes: {log_nranks // spec.gpus_per_node} in {cluster}"
+        return f"{where}: set nodes and gpus_per_node in {cluster} so that they multiply to {log_nranks}"
+    try:
+        load_spec(cluster, gpus=log_nranks)
+    except FabricsimError:
+        unit = f"racks of {spec.domain_size}" if spec.scaleup == "nvl72" else f"nodes of {spec.gpus_per_node}"
+        return (f"{where}; {cluster} comes in whole {unit} GPUs, so no --gpus runs {log_nranks} ranks: use a cluster "
+                f"whose GPU count equals the log's ranks (a YAML cluster with {log_nranks} GPUs)")
+    return f"{where}: use --gpus {log_nranks}"
 
 
 def log_collective(log: ParsedLog, override: str | None) -> str:
@@ -78,8 +99,7 @@ def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, pl
     n = topo.n_gpus
     if log.nranks is not None and log.nranks != n:
         size = f" --nodes {nodes}" if nodes is not None else f" --gpus {gpus}" if gpus is not None else ""
-        fix = (f"edit 'nodes' in {cluster} to match" if Path(cluster).is_file() else f"use --gpus {log.nranks}")
-        raise FabricsimError(f"the log ran on {log.nranks} ranks but {cluster}{size} has {n} GPUs: {fix}")
+        raise FabricsimError(rank_mismatch(log.nranks, cluster, size, topo))
     kept, skipped = report.comparable(log.rows, placement)
     predicted = predict_like_log(topo, coll, kept, algos=split_list(algo), protos=split_list(proto), level=level,
                                  library="nccl", model=model)

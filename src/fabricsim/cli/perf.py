@@ -16,13 +16,12 @@ from fabricsim.reports.nccltests_table import (
 from fabricsim.schedules import COLLECTIVES
 from fabricsim.tuner import nccl_model
 from fabricsim.tuner.select import best
-from fabricsim.units import parse_size
+from fabricsim.units import MAX_BYTES, parse_size
 
 PERF_COLLECTIVES = COLLECTIVES  # every collective fabricsim schedules
 REDOPS = ("sum", "prod", "min", "max", "avg")
 _SIZED_BY_TOTAL = {"all_gather", "reduce_scatter", "alltoall"}
 _REDUCING = {"all_reduce", "reduce_scatter", "reduce"}  # nccl-tests prints the redop for these, 'none' otherwise
-MAX_BYTES = 1 << 48  # largest -e: per-rank buffers beyond 256 TiB exist on no GPU, and byte counts stay exact in float64
 
 
 def sizes(minbytes: int, maxbytes: int, factor: float | None, step: int | None) -> list[int]:

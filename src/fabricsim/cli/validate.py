@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
@@ -10,6 +11,16 @@ from fabricsim.calibration_data import default_path
 from fabricsim.training.calibration import calibration_rows, format_rows
 from fabricsim.training.comm import engine_comm_model
 from fabricsim.validation.accuracy import run, summary
+
+
+def _pct(x: float) -> str:
+    """'  12.3%', or '      -' where a group has no rows (nan)."""
+    return f"{x:>7.1f}%" if math.isfinite(x) else f"{'-':>8}"
+
+
+def _finite(x):
+    """x, or None for nan (JSON has no NaN)."""
+    return x if not isinstance(x, float) or math.isfinite(x) else None
 
 
 def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
@@ -27,7 +38,7 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
     lines.append("accuracy: absolute % error of busbw (time for latency rows)")
     lines.append(f"{'family':<10} {'rows':>5} {'median':>8} {'p90':>8}   {'nccl rows':>9} {'median':>8} {'p90':>8}")
     for fam, n, med, p90, nn, nmed, np90 in summary(preds):
-        lines.append(f"{fam:<10} {n:>5} {med:>7.1f}% {p90:>7.1f}%   {nn:>9} {nmed:>7.1f}% {np90:>7.1f}%")
+        lines.append(f"{fam:<10} {n:>5} {_pct(med)} {_pct(p90)}   {nn:>9} {_pct(nmed)} {_pct(np90)}")
     if skipped:
         lines.append("")
         lines.append(f"skipped {len(skipped)} rows:")
@@ -61,8 +72,8 @@ def validate(data, level, fmt, summary_only, training):
             "rows": [{"id": p.case.id, "measured": p.case.measured, "predicted": p.predicted, "error_pct": p.error,
                       "metric": p.case.metric, "algo": p.algo, "proto": p.proto, "nccl_predicted": p.nccl_predicted,
                       "nccl_error_pct": p.nccl_error} for p in sorted(preds, key=lambda p: p.case.id)],
-            "summary": [dict(zip(("family", "rows", "median", "p90", "nccl_rows", "nccl_median", "nccl_p90"), s))
-                        for s in summary(preds)],
+            "summary": [dict(zip(("family", "rows", "median", "p90", "nccl_rows", "nccl_median", "nccl_p90"),
+                                 map(_finite, s))) for s in summary(preds)],
             "skipped": [{"id": s.id, "reason": s.reason} for s in skipped],
         }, indent=1))
         return

@@ -9,6 +9,7 @@ size prints busbw as 0.00 or one rank makes the factor 0.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -54,14 +55,17 @@ def measured_placement(row: ParsedRow, placement: str):
 
 def comparable(rows: list[ParsedRow], placement: str) -> tuple[list[ParsedRow], list[tuple[int, str]]]:
     """Split log rows into those with something to compare and (size, reason) for the rest: a row with
-    count 0 moved no data (its time is launch overhead only), a row without a time has no measurement."""
+    count 0 moved no data (its time is launch overhead only), a row without a time has no measurement, and a
+    row with an inf / nan / negative time or bandwidth is malformed."""
     name = "out-of-place" if placement == "out" else "in-place"
     kept, skipped = [], []
     for row in rows:
         place = measured_placement(row, placement)
-        if row.count == 0:
-            skipped.append((row.size_bytes, "count 0: no data moved"))
-        elif place is None or place.time_us <= 0:
+        if row.count == 0 or row.size_bytes == 0:
+            skipped.append((row.size_bytes, f"{'count' if row.count == 0 else 'size'} 0: no data moved"))
+        elif place is not None and not all(math.isfinite(v) and v >= 0 for v in (place.time_us, place.algbw, place.busbw)):
+            skipped.append((row.size_bytes, "non-finite or negative time/bandwidth"))
+        elif place is None or place.time_us == 0:
             skipped.append((row.size_bytes, f"no {name} time in the log"))
         else:
             kept.append(row)
@@ -85,9 +89,12 @@ def compare_rows(measured: list[ParsedRow], predicted: list[PerfRow], collective
             raise FabricsimError(f"size {m.size_bytes}: the prediction moved {p.size_bytes} B in {p.time_s} s, "
                                  "nothing to compare; drop this size from the log")
         t = measured_placement(m, placement).time_us * 1e-6
-        ratio = (p.size_bytes / p.time_s) / (m.size_bytes / t)
-        out.append(CompareRow(m.size_bytes, t, factor * m.size_bytes / t, p.time_s, p.busbw,
-                              (ratio - 1.0) * 100.0, p.algo, p.proto, p.channels))
+        error = ((p.size_bytes / p.time_s) * t / m.size_bytes - 1.0) * 100.0
+        bus = factor * m.size_bytes / t if t > 0 else math.inf
+        if not (math.isfinite(error) and math.isfinite(bus)):
+            raise FabricsimError(f"size {m.size_bytes}: the log's time {t * 1e6:g} us gives no finite busbw to compare: "
+                                 "check the log's time column")
+        out.append(CompareRow(m.size_bytes, t, bus, p.time_s, p.busbw, error, p.algo, p.proto, p.channels))
     return out
 
 

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from fabricsim.errors import FabricsimError
+from fabricsim.units import MAX_BYTES
 
 _JSON_START = re.compile(r"^\s*(?:\{|\[\s*[{\]])")  # an object, or a list of objects ('[0] ' is an MPI prefix)
 _PREFIX = re.compile(r"^(?:\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?\s?|\s*\d+:\s)")
@@ -78,7 +79,7 @@ def _num(token: str) -> float | None:
     try:
         return float(token)
     except ValueError:
-        raise FabricsimError(f"nccl-tests log: '{token}' is not a number where the header expects one") from None
+        raise FabricsimError(f"'{token}' is not a number where the header expects one: fix or delete the line") from None
 
 
 def _columns(titles: list[str]) -> list[str]:
@@ -103,7 +104,7 @@ def _columns(titles: list[str]) -> list[str]:
 
 def _row(cols: list[str], tokens: list[str]) -> ParsedRow | None:
     values = dict(zip(cols, tokens))
-    if not values.get("size", "").isdigit() or not values.get("count", "").isdigit():
+    if not values.get("size", "").isdecimal() or not values.get("count", "").isdecimal():
         return None
 
     def place(p: str) -> Placement | None:
@@ -116,6 +117,8 @@ def _row(cols: list[str], tokens: list[str]) -> ParsedRow | None:
                          _num(values[f"{p}.wrong"]) if f"{p}.wrong" in values else None)
 
     root = values.get("root")
+    if root is not None and not re.fullmatch(r"-?\d+", root):
+        raise FabricsimError(f"root '{root}' is not a rank number: fix or delete the line")
     extra = {k[6:]: v for k, v in values.items() if k.startswith("extra.")}
     return ParsedRow(int(values["size"]), int(values["count"]), values.get("type", ""), values.get("redop"),
                      int(root) if root is not None else None, place("oop"), place("ip"), extra)
@@ -127,10 +130,19 @@ def _parse_json(text: str) -> ParsedLog:
     except json.JSONDecodeError as err:
         raise FabricsimError(f"nccl-tests JSON output is not valid JSON ({err.msg} at line {err.lineno}): "
                              "pass the complete file written by -J") from None
+    try:
+        return _json_log(doc)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        what = f"a result lacks the key {err}" if isinstance(err, KeyError) else str(err)
+        raise FabricsimError(f"nccl-tests JSON output has an unexpected layout ({what}): pass the complete file "
+                             "written by -J (or by fabricsim perf --format json)") from None
+
+
+def _json_log(doc) -> ParsedLog:
     if isinstance(doc, list):  # fabricsim's own format_json
         rows = [ParsedRow(int(r["size_bytes"]), int(r["count"]), r["type"], r["redop"], int(r["root"]),
-                          Placement(r["time_us"], r["algbw_GBps"], r["busbw_GBps"], None),
-                          Placement(r["ip_time_us"], r["ip_algbw_GBps"], r["ip_busbw_GBps"], None),
+                          Placement(float(r["time_us"]), float(r["algbw_GBps"]), float(r["busbw_GBps"]), None),
+                          Placement(float(r["ip_time_us"]), float(r["ip_algbw_GBps"]), float(r["ip_busbw_GBps"]), None),
                           {k: str(r[k]) for k in ("algo", "proto", "channels") if k in r}) for r in doc]
         return _finish(None, None, rows, None, None, None, "json")
     results = doc.get("results") or []
@@ -153,11 +165,25 @@ def _parse_json(text: str) -> ParsedLog:
 
 
 def _finish(coll, nranks, rows, avg, nccl, tests, fmt) -> ParsedLog:
+    if nranks is not None and nranks < 1:
+        raise FabricsimError(f"the log says nranks {nranks}: a run has at least one rank, so the log is malformed; "
+                             "pass the complete, unedited nccl-tests output")
+    if (bad := next((r.size_bytes for r in rows if not 0 <= r.size_bytes <= MAX_BYTES), None)) is not None:
+        raise FabricsimError(f"the log has a row of size {bad} B, beyond any buffer fabricsim compares (0 to {MAX_BYTES} B, "
+                             "256 TiB): fix or delete that row")
     if not rows:
         raise FabricsimError(
             "no nccl-tests data rows found: expected a '#  size  count  type ...' header followed by lines like "
             "'     1048576        262144     float     sum      -1   ...' (or a -J JSON file with 'results')")
     return ParsedLog(coll, nranks, rows, avg, nccl, tests, fmt)
+
+
+def _located(line: int, fn, *args):
+    """fn(*args), its FabricsimError prefixed with the log line number."""
+    try:
+        return fn(*args)
+    except FabricsimError as err:
+        raise FabricsimError(f"nccl-tests log line {line}: {err}") from None
 
 
 def parse_nccl_tests(text: str) -> ParsedLog:
@@ -169,7 +195,7 @@ def parse_nccl_tests(text: str) -> ParsedLog:
     nranks_hint = None
     cols: list[str] | None = None
     rows: list[ParsedRow] = []
-    for raw in text.splitlines():
+    for i, raw in enumerate(text.splitlines(), 1):
         line = _PREFIX.sub("", raw, count=1).rstrip()
         if not line.strip():
             continue
@@ -189,14 +215,14 @@ def parse_nccl_tests(text: str) -> ParsedLog:
             elif (m := _RANK.match(body)):
                 ranks.add(int(m.group(1)))
             elif (m := _AVG.search(body)):
-                avg = _num(m.group(1))
+                avg = _located(i, _num, m.group(1))
             elif (tokens := body[1:].split()) and tokens[:2] == ["size", "count"]:
                 cols = _columns(tokens)
             elif (m := _NRANKS.search(body)):
                 nranks_hint = int(m.group(1))
             continue
         tokens = line.split()
-        if not tokens or not tokens[0].isdigit():
+        if not tokens or not tokens[0].isdecimal():
             if coll is None and (m := _BINARY.search(line)):
                 coll = m.group(1)
             continue
@@ -204,7 +230,7 @@ def parse_nccl_tests(text: str) -> ParsedLog:
         if layout is None and len(tokens) in _FALLBACK:
             lead = list(_FALLBACK[len(tokens)])
             layout = _columns(lead + ["time", "algbw", "busbw", "#wrong"] * 2)
-        if layout is not None and (row := _row(layout, tokens)) is not None:
+        if layout is not None and (row := _located(i, _row, layout, tokens)) is not None:
             rows.append(row)
     nranks = max(ranks) + 1 if ranks else nranks_hint
     return _finish(coll, nranks, rows, avg, nccl, tests, "text")

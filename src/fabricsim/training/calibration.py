@@ -16,7 +16,6 @@ skipped with the reason.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from fabricsim.training import parallel as P
 from fabricsim.training.models import MODELS
 from fabricsim.training.step import CommModel, step_time
 from fabricsim.training.sweep import cluster_topology
+from fabricsim.validation.calibration import field, load_rows, row_error
 
 # Catalog GPU -> the preset of its documented node (DGX H100: 8 x CX-7 NDR 400G; DGX A100: 8 x 200G, the same
 # 1,600 Gb/s per node as MosaicML's RoCE A100 clusters), with the row's GPU variant swapped in.
@@ -66,47 +66,54 @@ def _model_key(name: str) -> str:
 
 def _layout(row: dict, n: int) -> P.Parallelism | str:
     """The row's Parallelism, or the reason it cannot be built."""
-    if not row.get("micro_batch") or not row.get("global_batch"):
+    micro, batch = field(row, "micro_batch", "count", None), field(row, "global_batch", "count", None)
+    if not micro or not batch:
         return "micro or global batch size not published"
-    precision = "fp8" if "fp8" in str(row.get("precision") or "").lower() else "bf16"
-    common = dict(micro_batch=row["micro_batch"], global_batch=row["global_batch"], precision=precision)
+    text = field(row, "precision", "text", "").lower()
+    precision = "fp8" if "fp8" in text else "bf16" if "bf16" in text or not text else None
+    if precision is None:
+        return f"precision '{text}' is not modelled: fabricsim times bf16 and fp8"
+    common = dict(micro_batch=micro, global_batch=batch, precision=precision)
+    dp = field(row, "dp", "count", None)
     if row.get("fsdp"):
-        full = "activation checkpointing=true" in str(row.get("notes", "")).lower()
+        if dp not in (None, n):
+            return f"dp {dp} but FSDP shards over all {n} GPUs: fix dp or total_gpus"
+        full = "activation checkpointing=true" in field(row, "notes", "text", "").lower()
         return P.Parallelism(dp=n, zero=3, recompute="full" if full else "none", **common)
-    if row.get("tp") is None or row.get("pp") is None:
+    tp, pp = field(row, "tp", "count", None), field(row, "pp", "count", None)
+    if tp is None or pp is None:
         return "parallel layout (tp/pp) not published"
-    tp, pp, cp = int(row["tp"]), int(row["pp"]), int(row.get("cp") or 1)
-    return P.Parallelism(tp=tp, pp=pp, cp=cp, dp=n // (tp * pp * cp), ep=int(row.get("ep") or 1), vp=int(row.get("vp") or 1),
-                         zero=1, recompute="none", tp_overlap=tp > 1, **common)
+    cp = field(row, "cp", "count", 1)
+    if n % (tp * pp * cp) or dp not in (None, n // (tp * pp * cp)):
+        return (f"tp*pp*cp*dp = {tp}*{pp}*{cp}*{dp or '?'} does not match the {n} GPUs: fix the layout or total_gpus")
+    return P.Parallelism(tp=tp, pp=pp, cp=cp, dp=n // (tp * pp * cp), ep=field(row, "ep", "count", 1),
+                         vp=field(row, "vp", "count", 1), zero=1, recompute="none", tp_overlap=tp > 1, **common)
 
 
 def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> CalibrationRow:
-    rid = row.get("id", "?")
-    hw = row.get("hardware") or {}
-    key = _model_key(str(row.get("model", "")))
+    rid = str(row.get("id", "?"))
+    hw = field(row, "hardware", "object", {})
+    key = _model_key(field(row, "model", "text", ""))
     if key not in MODELS:
         return CalibrationRow(rid, "", None, None, f"model '{row.get('model')}' has no published architecture in fabricsim")
     try:
-        gpu_name = hardware.get_gpu(str(hw.get("gpu", ""))).name
+        gpu_name = hardware.get_gpu(field(row, "hardware.gpu", "text", "")).name
     except FabricsimError:
         return CalibrationRow(rid, "", None, None, f"GPU '{hw.get('gpu')}' is not in the hardware catalog")
     if gpu_name not in PRESET_FOR_GPU:
         return CalibrationRow(rid, "", None, None, f"no preset server for the {gpu_name} in the training calibration")
-    n = int(hw.get("total_gpus") or row.get("total_gpus") or 0)
+    n = field(row, "hardware.total_gpus" if hw.get("total_gpus") is not None else "total_gpus", "count")
     par = _layout(row, n)
     if isinstance(par, str):
         return CalibrationRow(rid, "", None, None, par)
-    if row.get("tokens_per_s_per_gpu"):
-        metric, measured = "tokens/s/GPU", float(row["tokens_per_s_per_gpu"])
-    elif row.get("tflops_per_gpu"):
-        metric, measured = "TFLOP/s/GPU", float(row["tflops_per_gpu"])
-    elif row.get("mfu"):
-        metric, measured = "MFU", float(row["mfu"])
+    for name, metric in (("tokens_per_s_per_gpu", "tokens/s/GPU"), ("tflops_per_gpu", "TFLOP/s/GPU"), ("mfu", "MFU")):
+        if measured := float(field(row, name, "measure", 0)):  # the first published quantity, in that order
+            break
     else:
-        return CalibrationRow(rid, "", None, None, "no throughput measurement in the row")
-    model = replace(MODELS[key], seq=int(row.get("seq") or MODELS[key].seq))
+        return CalibrationRow(rid, "", None, None, "no throughput measurement above zero in the row")
+    model = replace(MODELS[key], seq=field(row, "seq", "count", MODELS[key].seq))
     try:
-        P.validate(model, par, n, int(hw.get("gpus_per_node") or 8))
+        P.validate(model, par, n, field(row, "hardware.gpus_per_node", "count", 8))
         spec = topology.load_spec(PRESET_FOR_GPU[gpu_name], gpus=n)
         topo = cluster_topology(replace(spec, gpu=gpu_name), n)
         r = step_time(model, par, hardware.get_gpu(gpu_name), comm_factory(topo))
@@ -127,20 +134,13 @@ def calibration_rows(path: str | Path, comm_factory: Callable[[Topology], CommMo
     """Measured vs predicted for every training row of a measurements.jsonl file (skipped rows say why)."""
     if comm_factory is None:
         from fabricsim.training.comm import engine_comm_model as comm_factory
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as err:
-        raise FabricsimError(f"cannot read calibration file {path}: {err.strerror}; check the path") from None
     rows = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise FabricsimError(f"{path} line {i}: not valid JSON ({err.msg}); fix the line") from None
+    for row in load_rows(path):
         if row.get("kind") == "training":
-            rows.append(_compare(row, comm_factory))
+            try:
+                rows.append(_compare(row, comm_factory))
+            except FabricsimError as err:
+                raise row_error(row, err) from None
     return rows
 
 
@@ -148,7 +148,9 @@ def median_error(rows: list[CalibrationRow]) -> float:
     """Median absolute % error over the compared rows."""
     errors = [r.error_pct for r in rows if r.error_pct is not None]
     if not errors:
-        raise FabricsimError("no calibration row could be compared: check the file has training rows with layouts")
+        why = "; ".join(f"{r.id}: {r.skipped}" for r in rows[:3]) + ("; ..." if len(rows) > 3 else "")
+        raise FabricsimError(f"no calibration row could be compared ({f'skipped {why}' if rows else 'no training rows'}): "
+                             "check the file has training rows with layouts")
     return statistics.median(errors)
 
 

@@ -103,7 +103,13 @@ def _nccl(case: Case, topo, ranks) -> tuple[float | None, str | None]:
 def run(path=None, level: str = "flow") -> tuple[list[Prediction], list[Skip]]:
     """Every case of the calibration file predicted; the skipped rows with their reasons."""
     all_cases, skipped = cases(load_rows(path))
-    return [predict(c, level) for c in all_cases], skipped
+    preds = []
+    for c in all_cases:
+        try:
+            preds.append(predict(c, level))
+        except FabricsimError as err:
+            raise FabricsimError(f"row '{c.id}': {err}") from None
+    return preds, skipped
 
 
 def stats(errors: list[float]) -> tuple[int, float, float]:

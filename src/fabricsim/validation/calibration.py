@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +20,10 @@ import numpy as np
 from fabricsim import hardware
 from fabricsim.calibration_data import default_path
 from fabricsim.errors import FabricsimError
+from fabricsim.schedules.layout import COLLECTIVES
 from fabricsim.topology.presets import preset_spec
 from fabricsim.topology.spec import ClusterSpec
-from fabricsim.units import parse_size
+from fabricsim.units import MAX_BYTES, parse_size
 
 
 # GPU (catalog name) -> the preset of the server it ships in.
@@ -62,70 +64,130 @@ class Skip:
 
 
 def load_rows(path: str | Path | None = None) -> list[dict]:
-    """Rows of a measurements JSONL file; a malformed line is a FabricsimError naming it."""
+    """Rows of a measurements JSONL file, each with '_where' ('FILE:LINE'); a malformed line is a FabricsimError."""
     p = Path(path) if path else default_path()
     if not p.exists():
         raise FabricsimError(f"calibration data '{p}' not found: pass --data PATH to a measurements.jsonl file")
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise FabricsimError(f"cannot read calibration file {p}: {err.strerror}; check the path") from None
+    except UnicodeDecodeError:
+        raise FabricsimError(f"{p} is not UTF-8 text: give a JSONL file (one JSON object per line)") from None
     rows = []
-    for i, line in enumerate(p.read_text().splitlines(), 1):
+    for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError as err:
-            raise FabricsimError(f"{p}:{i}: not valid JSON ({err.msg}): each line must be one JSON object") from None
+            raise FabricsimError(f"{p}:{i}: line {i} is not valid JSON ({err.msg}): "
+                                 "each line must be one JSON object") from None
+        if not isinstance(row, dict):
+            raise FabricsimError(f"{p}:{i}: line {i} is not a JSON object (it is {json.dumps(row)[:40]}): "
+                                 "each line must be one {...} row")
+        rows.append({**row, "_where": f"{p}:{i}"})
+    if not rows:
+        raise FabricsimError(f"{p} has no rows: give a measurements.jsonl file with one JSON object per line")
     return rows
+
+
+def row_error(row: dict, err: FabricsimError) -> FabricsimError:
+    """`err` prefixed with the row's 'FILE:LINE' (where load_rows read it) and id."""
+    where = f"{row['_where']}: " if row.get("_where") else ""
+    return FabricsimError(f"{where}row '{row.get('id', '?')}': {err}")
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)  # JSON true / false are not numbers
+
+
+# Field kind -> (accepts the value, what it must be).
+_KINDS = {
+    "count": (lambda v: _int(v) and 0 < v < 1 << 31, "a positive integer below 2^31"),
+    "bytes": (lambda v: _int(v) and 0 < v <= MAX_BYTES,
+              f"a positive integer number of bytes, at most {MAX_BYTES} (256 TiB)"),
+    "measure": (lambda v: (_int(v) or isinstance(v, float)) and math.isfinite(v) and v >= 0,
+                "a positive number (0 or null: not measured)"),
+    "text": (lambda v: isinstance(v, str), "text"),
+    "object": (lambda v: isinstance(v, dict), "a JSON object"),
+}
+_REQUIRED = object()
+
+
+def field(row: dict, path: str, kind: str, default=_REQUIRED):
+    """row['a']['b'] for path 'a.b', checked to be `kind` (see _KINDS); missing or null gives `default`,
+    or a FabricsimError naming the field where there is none."""
+    value, parent = row, None
+    for key in path.split("."):
+        parent, value = value, value.get(key) if isinstance(value, dict) else None
+    ok, what = _KINDS[kind]
+    if value is None:
+        if default is not _REQUIRED:
+            return default
+        missing = "null" if isinstance(parent, dict) and path.split(".")[-1] in parent else "missing"
+        raise FabricsimError(f"field '{path}' is {missing}: it must be {what}")
+    if not ok(value):
+        raise FabricsimError(f"field '{path}' is {value!r}: it must be {what}")
+    return value
 
 
 def cases(rows: list[dict]) -> tuple[list[Case], list[Skip]]:
     """Every collective row as a Case, or a Skip with the reason."""
     out, skipped = [], []
     for row in rows:
-        c = case_for(row)
+        try:
+            c = case_for(row)
+        except FabricsimError as err:
+            raise row_error(row, err) from None
         (out if isinstance(c, Case) else skipped).append(c)
     return out, skipped
 
 
 def case_for(row: dict) -> Case | Skip:
-    rid = row.get("id", "?")
-    if row.get("kind") != "collective":
+    rid, kind = str(row.get("id", "?")), str(row.get("kind"))
+    if kind != "collective":
         what = {"p2p": "a point-to-point microbenchmark (p2pBandwidthLatencyTest / nvbandwidth / perftest), not a collective",
-                "training": "a training-throughput row: `fabricsim train` validates those"}.get(row.get("kind"), "not a collective row")
+                "training": "a training-throughput row: `fabricsim train` validates those"}.get(kind, "not a collective row")
         return Skip(rid, what)
-    hw = row["hardware"]
-    metric, measured = ("busbw", row.get("busbw_GBps"))
+    field(row, "hardware", "object")
+    collective = field(row, "collective", "text")
+    if collective not in COLLECTIVES:
+        raise FabricsimError(f"field 'collective' is {collective!r}: it must be one of {', '.join(COLLECTIVES)}")
+    size = field(row, "size_bytes", "bytes", None)
+    metric, measured = ("busbw", field(row, "busbw_GBps", "measure", 0))
     if not measured:  # none, or printed as 0.00 (too small for nccl-tests' two decimals): score the time
-        metric, measured = ("time", row.get("time_us"))
+        metric, measured = ("time", field(row, "time_us", "measure", 0))
     if not measured:
         return Skip(rid, "the row has neither a busbw nor a time above zero")
+    name = field(row, "hardware.gpu", "text")
+    gpn, nodes = field(row, "hardware.gpus_per_node", "count"), field(row, "hardware.nodes", "count")
     try:
-        gpu = hardware.get_gpu(hw["gpu"]).name
+        gpu = hardware.get_gpu(name).name
     except FabricsimError:
-        return Skip(rid, f"GPU '{hw['gpu']}' is not in the catalog")
-    spec, family = _spec_for(gpu, hw, row)
+        return Skip(rid, f"GPU '{name}' is not in the catalog")
+    spec, family = _spec_for(gpu, row)
     if spec is None:
         return Skip(rid, family)
-    gpn, nodes = int(hw["gpus_per_node"]), int(hw["nodes"])
     per_node = spec.gpus_per_node
     if gpn > per_node:
         return Skip(rid, f"{gpn} GPUs per node do not fit the {per_node}-GPU {spec.name} server")
     ranks = tuple(n * per_node + g for n in range(nodes) for g in range(gpn))
-    algos, exclude = _algos(row.get("algo_env"))
-    size = row.get("size_bytes")
-    return Case(rid, family, spec, ranks, row["collective"], int(size) if size is not None else None,
-                _sweep(row), algos, exclude, metric, float(measured), row.get("trust", "high"),
-                _nccl_version(row.get("nccl_version")))
+    algos, exclude = _algos(field(row, "algo_env", "text", ""))
+    return Case(rid, family, spec, ranks, collective, size, _sweep(row), algos, exclude, metric, float(measured),
+                row.get("trust", "high"), _nccl_version(field(row, "nccl_version", "text", "")))
 
 
-def _nccl_version(text) -> tuple[int, int] | None:
+def _nccl_version(text: str) -> tuple[int, int] | None:
     """'2.29.2' -> (2, 29); None where the row does not say."""
-    m = re.match(r"\s*(\d+)\.(\d+)", str(text or ""))
+    m = re.match(r"\s*(\d+)\.(\d+)", text)
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def _spec_for(gpu: str, hw: dict, row: dict) -> tuple[ClusterSpec | None, str]:
-    desc = (hw.get("desc", "") + " " + str(hw.get("scaleup", "")) + " " + str(hw.get("scaleout", "")) + " " + row.get("notes", "")).lower()
-    nodes = int(hw["nodes"])
+def _spec_for(gpu: str, row: dict) -> tuple[ClusterSpec | None, str]:
+    texts = ("hardware.desc", "hardware.scaleup", "hardware.scaleout", "notes")
+    desc = " ".join(field(row, k, "text", "") for k in texts).lower()
+    nodes = field(row, "hardware.nodes", "count")
     if gpu == "RTX2080Ti":
         spec = ClusterSpec(name="pcie-rtx2080ti-2", gpu="RTX2080Ti", nodes=1, gpus_per_node=2, scaleup="pcie",
                            domain_size=2, pcie_switches_per_node=1, pcie_switch="pcie-switch3", p2p="p2p not" not in desc,
@@ -141,7 +203,7 @@ def _spec_for(gpu: str, hw: dict, row: dict) -> tuple[ClusterSpec | None, str]:
     if preset is None:
         return None, f"no built-in server preset carries the {gpu}"
     if gpu in ("GB200", "GB300"):
-        spec = preset_spec(preset, gpus=72 * max(1, -(-int(hw["total_gpus"]) // 72)))  # whole racks
+        spec = preset_spec(preset, gpus=72 * -(-field(row, "hardware.total_gpus", "count") // 72))  # whole racks
     else:
         spec = preset_spec(preset, nodes=nodes)
     # IB SHARP (CollNet) runs only where the source says it was active: NCCL_COLLNET_ENABLE defaults to off.
@@ -154,7 +216,7 @@ def _spec_for(gpu: str, hw: dict, row: dict) -> tuple[ClusterSpec | None, str]:
     return spec, family
 
 
-def _algos(env: str | None) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+def _algos(env: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
     if not env:
         return None, ()
     key = env.strip().lower()
@@ -162,7 +224,8 @@ def _algos(env: str | None) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
         return None, ("nvls", "nvls_tree")
     if key in _ALGO_ENV:
         return tuple(_ALGO_ENV[key]), ()
-    raise FabricsimError(f"calibration algo_env '{env}' is not mapped: add it to _ALGO_ENV in {__name__}")
+    raise FabricsimError(f"field 'algo_env' is {env!r}: use one of {', '.join(_ALGO_ENV)} or 'nvls disabled' "
+                         f"(or map it in _ALGO_ENV in {__name__})")
 
 
 _SWEEP_RE = re.compile(r"(\d+[KMG]?)\s*-\s*(\d+[KMG]?)\b(?:\s*sweep)?", re.IGNORECASE)
@@ -170,11 +233,11 @@ _SWEEP_RE = re.compile(r"(\d+[KMG]?)\s*-\s*(\d+[KMG]?)\b(?:\s*sweep)?", re.IGNOR
 
 def _sweep(row: dict) -> tuple[int, int]:
     """The size range a 'peak' row was taken over, from its notes (default 1M-8G, nccl-tests' common sweep)."""
-    m = _SWEEP_RE.search(row.get("notes", "").replace("MiB", "M").replace("GiB", "G").replace("B ", " "))
+    m = _SWEEP_RE.search(field(row, "notes", "text", "").replace("MiB", "M").replace("GiB", "G").replace("B ", " "))
     if m:
         try:
             lo, hi = parse_size(m.group(1)), parse_size(m.group(2))
-            if 0 < lo < hi:
+            if 0 < lo < hi <= MAX_BYTES:
                 return lo, hi
         except FabricsimError:
             pass
