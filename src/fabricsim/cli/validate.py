@@ -11,6 +11,8 @@ from fabricsim.calibration_data import default_path
 from fabricsim.training.calibration import calibration_rows, format_rows
 from fabricsim.training.comm import engine_comm_model
 from fabricsim.validation.accuracy import run, summary
+from fabricsim.validation.calibration import load_rows
+from fabricsim.validation.p2p import p2p_table, run_p2p
 
 
 def _pct(x: float) -> str:
@@ -56,8 +58,19 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
 @click.option("--summary-only", is_flag=True, help="Only the per-family table.")
 @click.option("--training", is_flag=True, help="Score the training-throughput rows (fabricsim train) instead.")
-def validate(data, level, fmt, summary_only, training):
-    """Predict every collective (or, with --training, training) measurement in the calibration set and print the error."""
+@click.option("--p2p", is_flag=True, help="Score the point-to-point microbenchmark rows against the hardware catalog instead.")
+def validate(data, level, fmt, summary_only, training, p2p):
+    """Predict every collective (or, with --training / --p2p, training or point-to-point) measurement in the
+    calibration set and print the error."""
+    if p2p:
+        preds, skipped = run_p2p(load_rows(data))
+        if fmt == "json":
+            click.echo(json.dumps({"rows": [{"id": p.id, "what": p.what, "measured": p.measured, "predicted": p.predicted,
+                                             "error_pct": p.error} for p in preds],
+                                   "skipped": [{"id": s.id, "reason": s.reason} for s in skipped]}, indent=1))
+        else:
+            click.echo(p2p_table(preds, skipped))
+        return
     if training:
         rows = calibration_rows(data or default_path(), lambda topo: engine_comm_model(topo, level=level))
         if fmt == "json":

@@ -27,7 +27,7 @@ from fabricsim.units import MAX_BYTES, parse_size
 
 
 # GPU (catalog name) -> the preset of the server it ships in.
-_SERVER_PRESET = {
+SERVER_PRESET = {
     "H100": "dgx-h100", "H200": "hgx-h200", "H800": "hgx-h800", "A100-80GB": "dgx-a100", "A100-40GB": "dgx-a100",
     "B200": "dgx-b200", "B300": "dgx-b300", "GB200": "gb200-nvl72", "GB300": "gb300-nvl72",
 }
@@ -147,7 +147,7 @@ def cases(rows: list[dict]) -> tuple[list[Case], list[Skip]]:
 def case_for(row: dict) -> Case | Skip:
     rid, kind = str(row.get("id", "?")), str(row.get("kind"))
     if kind != "collective":
-        what = {"p2p": "a point-to-point microbenchmark (p2pBandwidthLatencyTest / nvbandwidth / perftest), not a collective",
+        what = {"p2p": "a point-to-point microbenchmark (p2pBandwidthLatencyTest / nvbandwidth / perftest): `fabricsim validate --p2p` scores those",
                 "training": "a training-throughput row: `fabricsim train` validates those"}.get(kind, "not a collective row")
         return Skip(rid, what)
     field(row, "hardware", "object")
@@ -199,7 +199,7 @@ def _spec_for(gpu: str, row: dict) -> tuple[ClusterSpec | None, str]:
         spec = ClusterSpec(name="pcie-h100-nvbridge-2", gpu="H100-PCIe", nodes=1, gpus_per_node=2, scaleup="nvlink-mesh",
                            domain_size=2, pcie_switches_per_node=1, pcie_switch="pcie-switch5", cpus_per_node=1)
         return spec, "PCIe"
-    preset = _SERVER_PRESET.get(gpu)
+    preset = SERVER_PRESET.get(gpu)
     if preset is None:
         return None, f"no built-in server preset carries the {gpu}"
     if gpu in ("GB200", "GB300"):
