@@ -105,7 +105,7 @@ def _plot(path: str, runs: dict, walls: dict) -> None:
 @click.option("--compare", multiple=True, type=click.Choice(list(VARIANTS)), help="also run on an interconnect variant (repeatable)")
 @click.option("--search", is_flag=True,
               help="time every TP x PP (x EP for mixtures of experts) layout that fits in HBM and keep the one with "
-                   "the most tokens/s (--tp / --pp / --ep fix that size; default: the smallest PP, then TP, that fits)")
+                   "the most tokens/s; slower: every layout is timed (--tp / --pp / --ep fix that size; default: the smallest PP, then TP, that fits)")
 def train(model_name, cluster, gpus, tp, pp, dp, ep, cp, vp, zero, sp, seq, global_batch, micro_batch, precision,
           recompute, efficiency, fmt, plot, compare, search):
     """Step time, tokens/s, MFU and exposed communication per GPU count, and the scaling wall."""
