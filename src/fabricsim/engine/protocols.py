@@ -8,6 +8,8 @@ Nothing is fitted to measurements. Units are converted to SI (seconds, bytes/s) 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from dataclasses import dataclass
 
 from fabricsim.engine import nccl_constants as K
@@ -102,6 +104,11 @@ class ProtocolModel:
     nvls_efficiency: float
     slice_bytes: float  # payload bytes per pipeline slice
     net_peer_bw: float = math.inf  # bytes/s one point-to-point transfer gets across the network (NCCL p2p channels)
+
+    @property
+    def step_hop_latency(self) -> np.ndarray:
+        """s per step for an nvlink, pci, net hop: the hop classes priced once per collective count 0 here."""
+        return np.where(self.per_step_latency, np.array(self.hop_latency), 0.0)
 
 
 def _column(n_nodes: int) -> int:

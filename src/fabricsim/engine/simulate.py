@@ -134,8 +134,7 @@ def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algo
         repeats.append(int(st.repeat))
     order_a, rep_a = np.array(order, dtype=np.int64), np.array(repeats, dtype=np.int64)
     total = np.bincount(order_a, weights=rep_a, minlength=len(patterns))
-    hw = np.array(model.hop_latency)
-    step_hw = np.where(model.per_step_latency, hw, 0.0)
+    hw, step_hw = np.array(model.hop_latency), model.step_hop_latency
     lat = np.zeros(len(patterns))
     classes: set[int] = set()
     for i, fs in enumerate(patterns):
@@ -180,8 +179,7 @@ def _windowed_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, mo
     groups = np.unique(key[live])
     if groups.size * st.repeat > WINDOW_LATENCY_LIMIT:
         return None
-    m = st.src.shape[0]
-    step_hw = np.where(model.per_step_latency, np.array(model.hop_latency), 0.0)
+    m, step_hw = st.src.shape[0], model.step_hop_latency
     g_lat = np.zeros(groups.size)
     for g, k in enumerate(groups.tolist()):
         sel = live & (key == k)
