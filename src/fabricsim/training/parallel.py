@@ -228,8 +228,9 @@ def layout_candidates(model: ModelSpec, n_gpus: int, gpus_per_domain: int, **ove
                 continue
             par = resolve(Parallelism(tp=t, pp=p, **overrides), n_gpus, model.seq)
             # a mixture of experts may also shard its experts over a power of two of the DP x CP ranks
-            eps = [ep] if ep else [e for e in (1 << k for k in range(12)) if not model.is_moe and e == 1 or model.is_moe
-                                   and not model.experts % e and not (par.dp * par.cp) % e]
+            powers = (1 << k for k in range(12))
+            eps = ([ep] if ep else [e for e in powers if not model.experts % e and not (par.dp * par.cp) % e]
+                   if model.is_moe else [ep or 1])
             out += [replace(par, ep=e) for e in eps]
     return sorted(out, key=lambda par: par.ep)  # stable: EP 1 layouts first, as without experts
 
