@@ -132,16 +132,21 @@ def field(row: dict, path: str, kind: str, default=_REQUIRED):
     return value
 
 
-def cases(rows: list[dict]) -> tuple[list[Case], list[Skip]]:
-    """Every collective row as a Case, or a Skip with the reason."""
+def partition(rows: list[dict], convert) -> tuple[list, list[Skip]]:
+    """`convert(row)` of every row, split into results and Skips; a FabricsimError names the row it came from."""
     out, skipped = [], []
     for row in rows:
         try:
-            c = case_for(row)
+            c = convert(row)
         except FabricsimError as err:
             raise row_error(row, err) from None
-        (out if isinstance(c, Case) else skipped).append(c)
+        (skipped if isinstance(c, Skip) else out).append(c)
     return out, skipped
+
+
+def cases(rows: list[dict]) -> tuple[list[Case], list[Skip]]:
+    """Every collective row as a Case, or a Skip with the reason."""
+    return partition(rows, case_for)
 
 
 def case_for(row: dict) -> Case | Skip:

@@ -20,7 +20,7 @@ from fabricsim.schedules import StepTraffic
 from fabricsim.topology import build
 from fabricsim.topology.model import DeviceKind, Topology
 from fabricsim.topology.presets import preset_spec
-from fabricsim.validation.calibration import SERVER_PRESET, Skip, field, row_error
+from fabricsim.validation.calibration import SERVER_PRESET, Skip, field, partition
 
 COPY_BYTES = 1 << 30  # large enough that latency is noise, as the benchmarks' defaults
 
@@ -103,16 +103,7 @@ def predict_row(row: dict) -> P2pPrediction | Skip:
 
 def run_p2p(rows: list[dict]) -> tuple[list[P2pPrediction], list[Skip]]:
     """Every p2p row predicted or skipped with the reason."""
-    preds, skipped = [], []
-    for row in rows:
-        if row.get("kind") != "p2p":
-            continue
-        try:
-            p = predict_row(row)
-        except FabricsimError as err:
-            raise row_error(row, err) from None
-        (preds if isinstance(p, P2pPrediction) else skipped).append(p)
-    return preds, skipped
+    return partition([r for r in rows if r.get("kind") == "p2p"], predict_row)
 
 
 def p2p_table(preds: list[P2pPrediction], skipped: list[Skip]) -> str:
