@@ -163,7 +163,8 @@ def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfact
         click.echo(format_csv(perf_rows), nl=False)
     else:
         click.echo(f"# fabricsim perf {collective} on {topo.name}: {n} GPUs, model {model}"
-                   + (f", engine level {level}" if model == "fabricsim" else ""))
+                   + (f", engine level {level}" if model == "fabricsim" else "")
+                   + (f", {topo.features['routing']} routing" if topo.features.get("fabric") else ""))
         click.echo(format_table(perf_rows, collective, n))
         if explain:
             click.echo(explain_rows(topo, collective, rows, split_list(proto), split_list(algo)))
