@@ -20,7 +20,7 @@ GBPS = 1e9  # and GB/s (1e9 B/s)
 
 PROTOCOLS = ("ll", "ll128", "simple")  # index order of NCCL's [LL, LL128, Simple] columns
 HOP_CLASSES = ("nvlink", "pci", "net")  # NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET
-HOP_NVLINK, HOP_PCI, HOP_NET = 0, 1, 2
+HOP_NVLINK, HOP_PCI, HOP_NET = K.HW_NVLINK, K.HW_PCI, K.HW_NET
 
 # NCCL algorithm each fabricsim schedule algorithm is timed as. Algorithms NCCL does not have
 # (recursive doubling, Bruck, point-to-point patterns) use the Ring rows: NCCL's per-step software
