@@ -147,3 +147,14 @@ def test_sizes_below_one_element_move_nothing(capsys):
         rc, out, _ = run(capsys, "perf", "alltoall", "-c", "dgx-h100", "-b", "1", "-e", "2", "--model", model, "--format", "json")
         rows = json.loads(out)
         assert rc == 0 and all(r["size_bytes"] == 0 and r["time_us"] == 0 for r in rows)
+
+
+def test_all_to_all_beyond_the_listing_limit_is_timed_by_symmetry(capsys):
+    rc, out, _ = run(capsys, "perf", "alltoall", "-c", "superpod-h100", "--gpus", "2048", "-b", "64M", "-e", "1G", "-f", "16")
+    assert rc == 0 and "routed and the rest follow by symmetry" in out
+    log = parse_nccl_tests(out)
+    assert [r.size_bytes for r in log.rows] == [64 << 20, 1 << 30]
+    assert all(40 < r.out_of_place.busbw < 50 for r in log.rows)  # one 400G NIC per GPU
+    rc, _, err = run(capsys, "perf", "alltoall", "-c", "superpod-h100", "--gpus", "2048", "-b", "1G", "-e", "1G",
+                     "--algo", "pairwise")
+    assert rc != 0 and "pairwise" in err and "Traceback" not in err

@@ -14,6 +14,7 @@ from fabricsim.reports.nccltests_table import (
     DTYPE_SIZES, ROOTED, PerfRow, count_for, format_csv, format_json, format_table,
 )
 from fabricsim.schedules import COLLECTIVES
+from fabricsim.schedules.registry import MAX_ALLTOALL_RANKS
 from fabricsim.tuner import nccl_model
 from fabricsim.tuner.select import best
 from fabricsim.units import MAX_BYTES, parse_size
@@ -165,6 +166,9 @@ def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfact
         click.echo(f"# fabricsim perf {collective} on {topo.name}: {n} GPUs, model {model}"
                    + (f", engine level {level}" if model == "fabricsim" else "")
                    + (f", {topo.features['routing']} routing" if topo.features.get("fabric") else ""))
+        if collective == "alltoall" and n > MAX_ALLTOALL_RANKS and model == "fabricsim":
+            click.echo(f"# all-to-all over more than {MAX_ALLTOALL_RANKS:,} ranks: some nodes' transfers are routed and the "
+                       "rest follow by symmetry, each link carrying its class's share (hashed ECMP collisions not counted)")
         click.echo(format_table(perf_rows, collective, n))
         if explain:
             click.echo(explain_rows(topo, collective, rows, split_list(proto), split_list(algo)))

@@ -20,6 +20,7 @@ Model (both levels share it; they differ only in how a set of flows drains):
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -33,7 +34,7 @@ from fabricsim.engine.result import BUSBW_FACTOR, Bottleneck, Result, Timeline
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import Schedule, StepTraffic
 from fabricsim.schedules import traffic as schedule_traffic
-from fabricsim.topology.model import Topology
+from fabricsim.topology.model import DeviceKind, Topology
 
 LEVELS = ("flow", "analytical")
 FLOW_TIMELINE_LIMIT = 20_000  # flows (repetitions expanded) listed individually in the timeline
@@ -70,6 +71,8 @@ class _Plan:
     union: FlowSet  # every step's flows together, bytes x repetitions
     slices: int
     algbw_cap: float  # bytes/s: NCCL's per-channel caps (tuning.cc) on this call's algorithm bandwidth; inf if none
+    scale: float = 1.0  # rotated schedules: the whole schedule's traffic / the sampled rotations' traffic
+    weight: np.ndarray | None = None  # rotated schedules: each link's share of its class's traffic (_link_weights)
 
 
 def _check_ranks(topo: Topology, nranks: int, ranks) -> np.ndarray:
@@ -112,9 +115,14 @@ def _background(topo: Topology, background, model: ProtocolModel, adaptive: bool
 
 def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int, nbytes: int,
           gpu_ranks: np.ndarray, protocol: str, channels: int, connections: int, pxn, adaptive: bool,
-          net_peer_bw: float | None = None, copies: int = 1) -> tuple[_Plan, ProtocolModel]:
+          net_peer_bw: float | None = None, copies: int = 1, rotations: int = 1) -> tuple[_Plan, ProtocolModel]:
     if copies < 1 or nranks % copies:
         raise FabricsimError(f"copies={copies} must divide the {nranks} ranks into equal groups")
+    if rotations < 1 or nranks % rotations or (rotations > 1 and copies > 1):
+        raise FabricsimError(f"rotations={rotations} must divide the {nranks} ranks of one collective (no copies)")
+    scale = 1.0
+    if rotations > 1:
+        steps, scale = _sample_rotations(steps, nranks, rotations)
     nranks //= copies  # the collective's own rank count; the copies run side by side
     n_nodes = int(np.unique(topo.gpu_domain[gpu_ranks[:nranks]]).shape[0])
     model = protocol_model(algorithm, protocol, nccl_arch(topo, gpu_ranks), n_nodes, channels, collective, nranks)
@@ -155,8 +163,102 @@ def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algo
     slices = max(1, math.ceil(biggest / model.slice_bytes))
     algbw_cap = model.busbw_cap_per_channel * channels * model.bus_to_alg
     plan = _Plan(collective, algorithm, nranks, nbytes, protocol, patterns, order_a, rep_a, step_lat, once, union, slices,
-                 algbw_cap)
+                 algbw_cap, scale, _link_weights(topo, gpu_ranks) if rotations > 1 else None)
     return plan, model
+
+
+ROTATION_SAMPLE_TRANSFERS = 1 << 18  # transfers of a rotated schedule routed explicitly; the rest follow by symmetry
+
+
+def _sample_rotations(steps: Sequence[StepTraffic], nranks: int, rotations: int) -> tuple[list[StepTraffic], float]:
+    """Evenly spaced rotations of a rotated schedule's first-rotation traffic, as many as fit in
+    ROTATION_SAMPLE_TRANSFERS, and the factor from their traffic to the whole schedule's."""
+    if any(st.innet or st.active is not None or st.repeat != 1 for st in steps):
+        raise FabricsimError("a rotated schedule's steps must run once, point to point only")
+    per_rotation = max(sum(int(st.src.shape[0]) for st in steps), 1)
+    k = max(1, min(rotations, ROTATION_SAMPLE_TRANSFERS // per_rotation))
+    picked = np.unique(np.arange(k, dtype=np.int64) * rotations // k)
+    shift = picked[:, None] * (nranks // rotations)
+
+    def turn(r: np.ndarray) -> np.ndarray:
+        return ((np.asarray(r, dtype=np.int64)[None, :] + shift) % nranks).ravel().astype(np.int32)
+
+    sampled = [StepTraffic(turn(st.src), turn(st.dst), np.tile(np.asarray(st.nbytes, dtype=np.float64), picked.size))
+               for st in steps]
+    return sampled, rotations / picked.size
+
+
+_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _link_class(topo: Topology) -> np.ndarray:
+    """Each link's symmetry class: links joining the same kinds of device at the same fabric tiers with the
+    same technology (a NIC's uplink, a leaf's uplink, a GPU's NVLink port, ...). Cached per topology."""
+    cls = _CLASSES.get(topo)
+    if cls is None:
+        kind, level = topo.dev_kind.astype(np.int64), topo.dev_level.astype(np.int64)
+        s, d = topo.link_src, topo.link_dst
+        key = (((kind[s] * 16 + level[s]) * 16 + kind[d]) * 16 + level[d]) * 65536 + topo.link_tech.astype(np.int64)
+        cls = np.unique(key, return_inverse=True)[1].ravel()
+        _CLASSES[topo] = cls
+    return cls
+
+
+def _link_weights(topo: Topology, gpu_ranks: np.ndarray) -> np.ndarray:
+    """How much of a symmetric traffic pattern each link carries relative to the others of its class (0: none).
+
+    Links inside the collective's hosts and NVLink domains weigh their capacity. A fabric link weighs the
+    sources whose traffic crosses it when every switch spreads its up traffic over its uplinks by capacity
+    (adaptive routing): a NIC counts the ranks using it, a switch the weights of the uplinks reaching it, and
+    a link between tiers that of its lower end x its share of that end's uplinks. So a leaf with half its
+    ports filled loads its uplinks half as much as a full one; the traffic down mirrors the traffic up."""
+    nodes, domains = np.unique(topo.gpu_node[gpu_ranks]), np.unique(topo.gpu_domain[gpu_ranks])
+    host = topo.dev_node >= 0
+    inside = (host & np.isin(topo.dev_node, nodes)) | (~host & (topo.dev_domain >= 0) & np.isin(topo.dev_domain, domains))
+    src, dst, cap = topo.link_src, topo.link_dst, topo.link_capacity
+    tier = np.where(topo.dev_kind == DeviceKind.FABRIC_SWITCH, topo.dev_level.astype(np.int64), 0)
+    up = tier[dst] > tier[src]
+    upcap = np.bincount(src[up], weights=cap[up], minlength=topo.n_devices)
+    sources = np.zeros(topo.n_devices)
+    if topo.gpu_nic is not None:
+        nic = topo.gpu_nic[gpu_ranks]
+        np.add.at(sources, nic[nic >= 0], 1.0)
+    weight = np.where(inside[src] & inside[dst] & (tier[src] == 0) & (tier[dst] == 0), cap, 0.0)
+    share = np.zeros(topo.n_links)
+    for level in np.unique(tier[tier > 0]).tolist():
+        into = up & (tier[dst] == level)
+        share[into] = sources[src[into]] * cap[into] / np.maximum(upcap[src[into]], 1e-300)
+        sources += np.bincount(dst[into], weights=share[into], minlength=topo.n_devices)
+    down = (tier[src] > tier[dst]) & (tier[src] > 0)
+    share[down] = share[np.flatnonzero(down) ^ 1]  # links come in opposite pairs (topology.model)
+    return np.where(share > 0, share, weight)
+
+
+def _mean_field(topo: Topology, plan: _Plan, fs: FlowSet) -> tuple[np.ndarray, np.ndarray]:
+    """(capacity each link offers the sampled flows, wire bytes on every link) for a rotated schedule: a
+    symmetry class's whole traffic (sampled bytes x plan.scale) spreads over its links by their weights, so a
+    sampled flow sees each of its links drain in the time that link's share takes."""
+    cap, cls, weight = effective_capacity(topo), _link_class(topo), plan.weight
+    b = fs.link_bytes(topo.n_links)
+    ncls = int(cls.max(initial=-1)) + 1
+    total = plan.scale * np.bincount(cls, weights=b, minlength=ncls)
+    wsum = np.bincount(cls, weights=weight, minlength=ncls)
+    load = np.divide(total, wsum, out=np.zeros(ncls), where=wsum > 0)[cls] * weight
+    drain_time = load / cap
+    offered = np.where(b > 0, b / np.maximum(drain_time, 1e-300), cap)
+    return offered, load
+
+
+def _link_flows(topo: Topology, plan: _Plan, fs: FlowSet) -> np.ndarray:
+    """Flows crossing each link; for a rotated schedule, its class's flows spread by the links' weights."""
+    flows = fs.link_flows(topo.n_links)
+    if plan.weight is None:
+        return flows
+    cls = _link_class(topo)
+    ncls = int(cls.max(initial=-1)) + 1
+    wsum = np.bincount(cls, weights=plan.weight, minlength=ncls)
+    per = np.divide(plan.scale * np.bincount(cls, weights=flows, minlength=ncls), wsum, out=np.zeros(ncls), where=wsum > 0)
+    return per[cls] * plan.weight
 
 
 WINDOW_LATENCY_LIMIT = 1 << 22  # (distinct windows x repetitions) evaluated; beyond, every repetition waits for the slowest hop
@@ -214,9 +316,11 @@ def _pattern_key(st: StepTraffic) -> bytes:
     return b"|".join(parts)
 
 
-def _finish_times(topo: Topology, sets: list[FlowSet], level: str, bg: FlowSet) -> list[np.ndarray]:
-    """Finish time of every flow of every set when all sets run at once (with background traffic)."""
-    cap = effective_capacity(topo)
+def _finish_times(topo: Topology, sets: list[FlowSet], level: str, bg: FlowSet,
+                  capacity: np.ndarray | None = None) -> list[np.ndarray]:
+    """Finish time of every flow of every set when all sets run at once (with background traffic);
+    `capacity`: what each link offers them instead of its effective capacity (a rotated schedule's)."""
+    cap = effective_capacity(topo) if capacity is None else capacity
     allf = concat(sets + [bg])
     n = allf.n_flows - bg.n_flows
     if n == 0:
@@ -238,8 +342,14 @@ def _finish_times(topo: Topology, sets: list[FlowSet], level: str, bg: FlowSet) 
     return [finish[bounds[i]:bounds[i + 1]] for i in range(len(sets))]
 
 
+def _drain(topo: Topology, plan: _Plan, fs: FlowSet, level: str, bg: FlowSet) -> np.ndarray:
+    """Finish times of one of the plan's flow sets draining alone (with background traffic)."""
+    capacity = _mean_field(topo, plan, fs)[0] if plan.weight is not None else None
+    return _finish_times(topo, [fs], level, bg, capacity)[0]
+
+
 def _pattern_times(topo: Topology, plan: _Plan, level: str, bg: FlowSet) -> tuple[list[np.ndarray], np.ndarray]:
-    finishes = [_finish_times(topo, [fs], level, bg)[0] for fs in plan.patterns]
+    finishes = [_drain(topo, plan, fs, level, bg) for fs in plan.patterns]
     return finishes, np.array([f.max(initial=0.0) for f in finishes])
 
 
@@ -251,7 +361,7 @@ def _result(topo: Topology, plan: _Plan, level: str, finishes: list[np.ndarray],
     bandwidth_time = max(slowdown * (t_sum / p + (1 - 1 / p) * steady), plan.nbytes / plan.algbw_cap)
     latency_time = plan.once_latency + float(np.sum(plan.step_latency * plan.repeats))
     time = latency_time + bandwidth_time
-    link_bytes = plan.union.link_bytes(topo.n_links)
+    link_bytes = plan.union.link_bytes(topo.n_links) if plan.weight is None else _mean_field(topo, plan, plan.union)[1]
     link_util = link_bytes / (topo.link_capacity * time) if time > 0 else np.zeros(topo.n_links)
     size = plan.nbytes
     algbw = size / time if time > 0 else 0.0
@@ -276,7 +386,7 @@ def _bottlenecks(topo: Topology, plan: _Plan, link_bytes: np.ndarray, link_util:
     shown = tied[:MAX_BOTTLENECKS]
     sharing = np.zeros(shown.shape[0])
     for fs in plan.patterns:
-        sharing = np.maximum(sharing, fs.link_flows(topo.n_links)[shown])
+        sharing = np.maximum(sharing, _link_flows(topo, plan, fs)[shown])
     eff = link_efficiency(topo)
     cap = effective_capacity(topo)
     return tuple(
@@ -327,7 +437,7 @@ def _check_level(level: str) -> None:
 def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algorithm: str, nranks: int,
                  nbytes: int, copies: int = 1, ranks=None, protocol: str = "simple", channels: int = 1, connections: int = 1,
                  level: str = "flow", pxn: bool | None = None, adaptive: bool | None = None, background=None,
-                 net_peer_bw: float | None = None) -> Result:
+                 net_peer_bw: float | None = None, rotations: int = 1) -> Result:
     """Time explicit step traffic (what `schedules.traffic` returns) on `topo`.
 
     `channels`: NCCL channels the collective uses (per-channel bandwidth caps); `connections`: parallel
@@ -337,6 +447,9 @@ def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: st
     `net_peer_bw`: bytes/s cap on each point-to-point transfer across the network (NCCL's p2p channels per
     network peer x their rate, which the tuner derives); None: no cap. `adaptive`: spread every flow over all
     equal-cost fabric paths (True) or one hashed path each (False); None: the cluster's `routing`.
+    `rotations` > 1: `steps` are one rotation of a rank-symmetric schedule (Schedule.rotations); evenly spaced
+    rotations are routed (ROTATION_SAMPLE_TRANSFERS) and every link of a symmetry class in use carries the
+    class's mean load: a mean-field view of the whole schedule that misses hash collisions between flows.
     """
     _check_level(level)
     if collective not in BUSBW_FACTOR:
@@ -346,11 +459,11 @@ def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: st
     adaptive = _adaptive(topo, adaptive)
     plan, model = _plan(topo, steps, collective=collective, algorithm=algorithm, nranks=nranks, nbytes=nbytes,
                         gpu_ranks=gpu_ranks, protocol=protocol, channels=channels, connections=connections,
-                        pxn=pxn, adaptive=adaptive, net_peer_bw=net_peer_bw, copies=copies)
+                        pxn=pxn, adaptive=adaptive, net_peer_bw=net_peer_bw, copies=copies, rotations=rotations)
     bg = _background(topo, background, model, adaptive)
     finishes, t = _pattern_times(topo, plan, level, bg)
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
-    steady = float(_finish_times(topo, [plan.union], level, bg)[0].max(initial=0.0)) if plan.slices > 1 else t_sum
+    steady = float(_drain(topo, plan, plan.union, level, bg).max(initial=0.0)) if plan.slices > 1 else t_sum
     return _result(topo, plan, level, finishes, t, steady, 1.0)
 
 
@@ -365,7 +478,7 @@ def _job_args(topo: Topology, job: Job) -> dict:
     _check_ranks(topo, sched.nranks, job.ranks)
     steps = schedule_traffic(sched, nbytes, job.elem_size)
     return dict(steps=steps, collective=sched.collective, algorithm=sched.algorithm, nranks=sched.nranks,
-                copies=sched.copies, nbytes=nbytes,
+                copies=sched.copies, rotations=sched.rotations, nbytes=nbytes,
                 ranks=job.ranks, protocol=job.protocol, channels=channels, connections=channels // max(sched.channels, 1),
                 net_peer_bw=job.net_peer_bw)
 
@@ -391,24 +504,30 @@ def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: s
     _check_level(level)
     adaptive = _adaptive(topo, adaptive)
     jobs = [j if isinstance(j, Job) else Job(*j) for j in jobs]
+    if len(jobs) > 1 and any(j.schedule.rotations > 1 for j in jobs):
+        raise FabricsimError("a rotated all-to-all (more than 1,024 ranks) is timed alone, by symmetry: "
+                             "simulate it on its own, or run the concurrent jobs on fewer ranks")
     plans = []
     bg = empty_flows()
     for i, job in enumerate(jobs):
         args = _job_args(topo, job)
         gpu_ranks = _check_ranks(topo, job.schedule.nranks, job.ranks)
         plan, model = _plan(topo, args.pop("steps"), collective=args["collective"], algorithm=args["algorithm"],
-                            nranks=args["nranks"], copies=args["copies"], nbytes=args["nbytes"], gpu_ranks=gpu_ranks,
+                            nranks=args["nranks"], copies=args["copies"], rotations=args["rotations"],
+                            nbytes=args["nbytes"], gpu_ranks=gpu_ranks,
                             protocol=args["protocol"],
                             channels=args["channels"], connections=args["connections"], pxn=pxn, adaptive=adaptive,
                             net_peer_bw=args["net_peer_bw"])
         if i == 0:
             bg = _background(topo, background, model, adaptive)
         plans.append(plan)
-    together = _finish_times(topo, [p.union for p in plans], level, bg)
+    solo = plans[0].weight is not None  # a rotated schedule, alone (checked above)
+    together = _finish_times(topo, [p.union for p in plans], level, bg,
+                             _mean_field(topo, plans[0], plans[0].union)[0] if solo else None)
     results = []
     for plan, fin in zip(plans, together):
         finishes, t = _pattern_times(topo, plan, level, bg)
-        alone = float(_finish_times(topo, [plan.union], level, bg)[0].max(initial=0.0))
+        alone = float(_drain(topo, plan, plan.union, level, bg).max(initial=0.0))
         shared = float(fin.max(initial=0.0))
         t_sum = float(np.sum(t[plan.order] * plan.repeats))
         steady = alone if plan.slices > 1 else t_sum

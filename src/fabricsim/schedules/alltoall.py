@@ -15,11 +15,18 @@ def _two_regions(n: int) -> ChunkMap:
     return ChunkMap(split=(n,), nregions=2, region=np.repeat([0, RECV], n).astype(np.int16), piece=np.concatenate([q, q]))
 
 
-def direct(n: int) -> Schedule:
-    """Every rank sends block j to rank j at once (block r to itself is a local copy)."""
-    i, j = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), indexing="ij"))
+def _pairs(n: int, senders: int) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) of every block ranks 0..senders-1 send, one per destination rank."""
+    return np.repeat(np.arange(senders), n), np.tile(np.arange(n), senders)
+
+
+def direct(n: int, width: int | None = None) -> Schedule:
+    """Every rank sends block j to rank j at once (block r to itself is a local copy). With `width`, only
+    ranks 0..width-1 are listed and the schedule is their n / width rotations (see Schedule.rotations)."""
+    w = n if width is None else width
+    i, j = _pairs(n, w)
     step = make_step(i, j, j, n + i, Op.COPY)
-    return Schedule("alltoall", "direct", n, 2 * n, (step,), chunkmap=_two_regions(n))
+    return Schedule("alltoall", "direct", n, 2 * n, (step,), chunkmap=_two_regions(n), rotations=n // w)
 
 
 def pairwise(n: int) -> Schedule:
@@ -37,12 +44,13 @@ def pairwise(n: int) -> Schedule:
     return Schedule("alltoall", "pairwise", n, 2 * n, tuple(steps), chunkmap=_two_regions(n))
 
 
-def pxn(s: Structure) -> Schedule:
+def pxn(s: Structure, rotated: bool = False) -> Schedule:
     """Rail-aligned: a block for rank (b, j) on another node first moves over NVLink to the
     local rank on rail j (scratch region of its source's local index), which sends it across
-    the network to (b, j); same-node blocks go straight over NVLink."""
+    the network to (b, j); same-node blocks go straight over NVLink. `rotated`: list only the
+    first node's blocks, the schedule being their rotation node by node (see Schedule.rotations)."""
     n, ppn = s.nranks, s.ranks_per_node
-    src, dst = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), indexing="ij"))
+    src, dst = _pairs(n, ppn if rotated else n)
     a, i, b, j = src // ppn, src % ppn, dst // ppn, dst % ppn
     scratch = 2 * n + i * n + dst  # chunk in scratch region SCRATCH + i
     local = a == b
@@ -60,7 +68,8 @@ def pxn(s: Structure) -> Schedule:
     region = np.concatenate([np.zeros(n), np.full(n, RECV), np.repeat(SCRATCH + np.arange(ppn), n)]).astype(np.int16)
     cm = ChunkMap(split=(n,), nregions=2 + ppn, region=region, piece=np.tile(q, 2 + ppn))
     steps = (step1, step2) if remote.any() else (step1,)
-    return Schedule("alltoall", "pxn", n, (2 + ppn) * n, steps, meta={"ranks_per_node": ppn}, chunkmap=cm)
+    return Schedule("alltoall", "pxn", n, (2 + ppn) * n, steps, meta={"ranks_per_node": ppn}, chunkmap=cm,
+                    rotations=n // ppn if rotated else 1)
 
 
 def sendrecv(n: int) -> Schedule:

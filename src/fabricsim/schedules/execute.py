@@ -8,6 +8,7 @@ import numpy as np
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import layout
 from fabricsim.schedules.model import Op, Schedule, Step
+from fabricsim.schedules.replicate import unroll
 
 REDUCTIONS = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum, "avg": np.add}
 
@@ -113,6 +114,7 @@ def _run_step(step: Step, k: int, buf: np.ndarray, start: np.ndarray, size: np.n
 
 def execute(schedule: Schedule, inputs: list[np.ndarray], op: str = "sum") -> list[np.ndarray]:
     """Run `schedule` on one input array per rank and return each rank's output."""
+    schedule = unroll(schedule)
     dtype = _check_inputs(inputs, schedule.nranks)
     ufunc = _ufunc(op)
     xs = [np.asarray(x).ravel() for x in inputs]

@@ -25,6 +25,11 @@ Where a chunk lives in a rank's buffer is a `ChunkMap` (see `fabricsim.schedules
 chunk numbers are logical (a ring channel's chunks are numbered in ring order), the map
 turns them into element ranges; a piece of -1 is an empty placeholder chunk that lets a
 pipeline's fill and drain steps share one repeated `Step`.
+
+A rank-symmetric schedule (an all-to-all over thousands of ranks, whose n^2 transfers cannot be stored)
+keeps only the transfers of one rotation, `rotations` > 1: the whole schedule is those transfers with
+every rank shifted by k * rotation_width and every chunk turned by the same amount (`rotate_chunks`),
+for k = 0 .. rotations-1, all at once. Such steps repeat once and hold no in-network operations.
 """
 
 from __future__ import annotations
@@ -108,6 +113,12 @@ class Schedule:
     meta: dict = field(default_factory=dict)
     chunkmap: ChunkMap | None = None  # None: one region split into nchunks pieces
     copies: int = 1  # independent copies of an (nranks // copies)-rank collective run at once, one per group
+    rotations: int = 1  # the steps hold one rotation of a rank-symmetric schedule (see `rotate_chunks`)
+
+    @property
+    def rotation_width(self) -> int:
+        """Ranks one rotation shifts by: rotation k of a transfer runs on ranks + k * width (mod nranks)."""
+        return self.nranks // self.rotations
 
     @property
     def n_steps(self) -> int:
@@ -123,6 +134,12 @@ class Schedule:
         if self.chunkmap is not None:
             arrays += [a for a in (self.chunkmap.region, self.chunkmap.piece) if a is not None]
         return int(sum(a.nbytes for a in arrays))
+
+
+def rotate_chunks(chunks: np.ndarray, nranks: int, shift: int) -> np.ndarray:
+    """Chunk indices of a rotated copy: every block of `nranks` chunks (an all-to-all's send, receive and
+    scratch blocks, indexed by peer rank) turns by `shift`, as its ranks do."""
+    return (chunks // nranks) * nranks + (chunks % nranks + shift) % nranks
 
 
 def make_step(src, dst, src_chunk, dst_chunk, op, *, span=None, innet=(), repeat=1, stride=0, period=1) -> Step:

@@ -21,8 +21,10 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "sendrecv": ("direct",),
 }
 
-# All-to-all moves a distinct block between every pair: n(n-1) transfers, which cannot be stored compactly.
-MAX_ALLTOALL_RANKS = 1024  # measured: 1,024 ranks time in ~1 s, 2,048 in minutes
+# All-to-all moves a distinct block between every pair: n(n-1) transfers. Up to this many ranks they are all
+# listed (and timed flow by flow); beyond, direct and PXN list one node's blocks and rotate them node by node
+# (Schedule.rotations), and pairwise (n-1 distinct steps) is not offered.
+MAX_ALLTOALL_RANKS = 1024  # measured: 1,024 ranks time in ~1 s listed in full, 2,048 in minutes
 
 _OTHER_HINT = {
     "tree": "tree implements all_reduce only (NCCL's double binary tree)",
@@ -62,6 +64,11 @@ def check(collective: str, algorithm: str, s: Structure) -> None:
     if algorithm == "nvls":
         _need(nodes == 1, f"nvls reduces inside one NVLink domain but {shape} spans {nodes} nodes: "
               "use nvls_tree or collnet_direct (all_reduce) or ring")
+    if collective == "alltoall" and n > MAX_ALLTOALL_RANKS:
+        _need(algorithm != "pairwise", f"pairwise all-to-all runs {n - 1} distinct steps and fabricsim times it up to "
+              f"{MAX_ALLTOALL_RANKS} ranks ({shape}): use direct or pxn")
+        _need(n % rpn == 0, f"all-to-all over more than {MAX_ALLTOALL_RANKS} ranks is timed node by node and needs equal "
+              f"nodes, but {shape} does not divide evenly: pick ranks_per_node dividing {n}")
     if algorithm in ("collnet_direct", "collnet_chain"):
         _need(s.has_sharp, f"{algorithm} needs IB SHARP in the network and the structure has none: "
               "use ring, tree or hierarchical, or a structure with has_sharp=True")
@@ -131,9 +138,9 @@ def build_schedule(
         return innet.collnet_chain(s, pipeline, channels)
     if collective == "sendrecv":
         return alltoall.sendrecv(nranks)
-    _need(nranks <= MAX_ALLTOALL_RANKS,
-          f"all-to-all over {nranks} ranks is {nranks * (nranks - 1):,} transfers; fabricsim times all-to-all up to "
-          f"{MAX_ALLTOALL_RANKS} ranks: use fewer GPUs (an expert-parallel group is usually 8-64 ranks)")
+    rotated = nranks > MAX_ALLTOALL_RANKS
     if algorithm == "pxn":
-        return alltoall.pxn(s)
-    return alltoall.direct(nranks) if algorithm == "direct" else alltoall.pairwise(nranks)
+        return alltoall.pxn(s, rotated)
+    if algorithm == "direct":
+        return alltoall.direct(nranks, s.ranks_per_node if rotated else None)
+    return alltoall.pairwise(nranks)

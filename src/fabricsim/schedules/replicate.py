@@ -1,4 +1,4 @@
-"""Many groups running the same collective at once, as one schedule.
+"""Many groups running the same collective at once, as one schedule; a rank-symmetric schedule unrolled.
 
 Training runs a collective in every tensor-, data- or pipeline-parallel group at the same time; timing them as
 one schedule of disjoint copies (copy k's rank r is rank k * n + r) lets the engine share the fabric between
@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from fabricsim.errors import FabricsimError
-from fabricsim.schedules.model import InNetworkOp, Schedule, Step
+from fabricsim.schedules.model import InNetworkOp, Schedule, Step, rotate_chunks
 
 
 def _spread(ranks: np.ndarray, n: int, copies: int) -> np.ndarray:
@@ -30,6 +30,8 @@ def replicate(schedule: Schedule, copies: int) -> Schedule:
         raise FabricsimError(f"copies must be at least 1, got {copies}")
     if copies == 1:
         return schedule
+    if schedule.rotations > 1:
+        raise FabricsimError("a rotated all-to-all (more than 1,024 ranks) cannot be replicated: use smaller groups")
     n = schedule.nranks
     steps = []
     for st in schedule.steps:
@@ -41,3 +43,23 @@ def replicate(schedule: Schedule, copies: int) -> Schedule:
                           op=_tile(st.op, copies), innet=innet, repeat=st.repeat, stride=st.stride, period=st.period,
                           span=_tile(st.span, copies)))
     return replace(schedule, nranks=n * copies, steps=tuple(steps), copies=schedule.copies * copies)
+
+
+def unroll(schedule: Schedule) -> Schedule:
+    """A rank-symmetric schedule (`rotations` > 1) written out in full: every rotation's transfers listed."""
+    if schedule.rotations == 1:
+        return schedule
+    n, rot = schedule.nranks, schedule.rotations
+    shift = np.arange(rot, dtype=np.int64)[:, None] * schedule.rotation_width
+
+    def ranks(r: np.ndarray) -> np.ndarray:
+        return ((r[None, :].astype(np.int64) + shift) % n).ravel().astype(np.int32)
+
+    steps = []
+    for st in schedule.steps:
+        if st.repeat != 1 or st.innet:
+            raise FabricsimError("a rotated schedule's steps must run once and hold no in-network operations")
+        steps.append(Step(src=ranks(st.src), dst=ranks(st.dst), src_chunk=rotate_chunks(st.src_chunk[None, :], n, shift).ravel(),
+                          dst_chunk=rotate_chunks(st.dst_chunk[None, :], n, shift).ravel(), op=_tile(st.op, rot),
+                          span=_tile(st.span, rot)))
+    return replace(schedule, steps=tuple(steps), rotations=1)

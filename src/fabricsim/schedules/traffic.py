@@ -8,6 +8,7 @@ are the mean over the repetitions, so repeat x bytes is exactly what the transfe
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import gcd
 
 import numpy as np
@@ -15,6 +16,7 @@ import numpy as np
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import layout
 from fabricsim.schedules.model import Schedule, Step, StepTraffic
+from fabricsim.schedules.replicate import unroll
 
 _LOOP_LIMIT = 1 << 22  # transfers x repetitions walked one repetition at a time; beyond, use window sums
 
@@ -97,11 +99,24 @@ def _active_window(step: Step, cs: np.ndarray, chunks: np.ndarray, span: np.ndar
     return nxt[b, q] - q, prv[b, q + R - 1] - q
 
 
+def _rotations_as_repeats(schedule: Schedule, step: Step) -> Step:
+    """A rotated schedule's step seen as `rotations` repetitions whose chunks turn by the rotation width:
+    the per-transfer byte sums over them are what its rotations move (`_per_transfer`)."""
+    if schedule.rotations == 1:
+        return step
+    return replace(step, repeat=schedule.rotations, stride=schedule.rotation_width, period=schedule.nranks)
+
+
 def traffic(schedule: Schedule, nbytes: int, elem_size: int) -> list[StepTraffic]:
-    """One StepTraffic per Step for a message of `nbytes` bytes of `elem_size`-byte elements."""
+    """One StepTraffic per Step for a message of `nbytes` bytes of `elem_size`-byte elements. A rotated
+    schedule's transfers are those of its first rotation, carrying the mean bytes over the rotations."""
     cs = _prefix(schedule, nbytes, elem_size)
     out = []
     for step in schedule.steps:
+        if schedule.rotations > 1:
+            total, _ = _per_transfer(_rotations_as_repeats(schedule, step), cs, step.src_chunk, step.span)
+            out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=total / schedule.rotations))
+            continue
         total, _ = _per_transfer(step, cs, step.src_chunk, step.span)
         innet = []
         for o in step.innet:
@@ -118,6 +133,10 @@ def rank_traffic(schedule: Schedule, nbytes: int, elem_size: int) -> dict:
     """Exact bytes per rank over the whole schedule: point-to-point `sent` / `received` (local
     copies excluded), in-network `innet_sent` / `innet_received` (into / out of switches), `steps`."""
     n = schedule.nranks
+    if schedule.rotations > 1:
+        if schedule.rotations * sum(st.n_transfers for st in schedule.steps) <= _LOOP_LIMIT:
+            return rank_traffic(unroll(schedule), nbytes, elem_size)
+        return _rotated_rank_traffic(schedule, nbytes, elem_size)
     cs = _prefix(schedule, nbytes, elem_size)
     sent, received = np.zeros(n), np.zeros(n)
     innet_sent, innet_received = np.zeros(n), np.zeros(n)
@@ -137,3 +156,18 @@ def rank_traffic(schedule: Schedule, nbytes: int, elem_size: int) -> dict:
         "innet_received": innet_received,
         "steps": schedule.n_steps,
     }
+
+
+def _rotated_rank_traffic(schedule: Schedule, nbytes: int, elem_size: int) -> dict:
+    """rank_traffic of a large rotated schedule: rank r runs each first-rotation transfer whose rank is r's
+    residue modulo the rotation width once, carrying that transfer's mean bytes over the rotations (exact
+    when the blocks are equal; uneven blocks differ by one element)."""
+    n, w, rot = schedule.nranks, schedule.rotation_width, schedule.rotations
+    sent, received = np.zeros(w), np.zeros(w)
+    for st, tr in zip(schedule.steps, traffic(schedule, nbytes, elem_size)):
+        remote = st.src != st.dst
+        sent += np.bincount(st.src[remote] % w, weights=tr.nbytes[remote], minlength=w)
+        received += np.bincount(st.dst[remote] % w, weights=tr.nbytes[remote], minlength=w)
+    zeros = np.zeros(n)
+    return {"sent": np.tile(sent, rot), "received": np.tile(received, rot), "innet_sent": zeros,
+            "innet_received": zeros.copy(), "steps": schedule.n_steps}
