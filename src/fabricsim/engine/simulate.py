@@ -467,7 +467,8 @@ def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: st
     return _result(topo, plan, level, finishes, t, steady, 1.0)
 
 
-def _job_args(topo: Topology, job: Job) -> dict:
+def _job_checks(topo: Topology, job: Job) -> tuple[int, int]:
+    """(channels, nbytes) of a job, after checking what it asks for."""
     sched = job.schedule
     channels = sched.channels if job.channels is None else int(job.channels)
     if channels < 1 or channels % max(sched.channels, 1):
@@ -476,6 +477,12 @@ def _job_args(topo: Topology, job: Job) -> dict:
         raise FabricsimError(f"elem_size={job.elem_size!r} must be a positive number of bytes per element")
     nbytes = _check_nbytes(job.nbytes)
     _check_ranks(topo, sched.nranks, job.ranks)
+    return channels, nbytes
+
+
+def _job_args(topo: Topology, job: Job) -> dict:
+    sched = job.schedule
+    channels, nbytes = _job_checks(topo, job)
     steps = schedule_traffic(sched, nbytes, job.elem_size)
     return dict(steps=steps, collective=sched.collective, algorithm=sched.algorithm, nranks=sched.nranks,
                 copies=sched.copies, rotations=sched.rotations, nbytes=nbytes,
@@ -489,8 +496,69 @@ def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int 
     """Time `schedule` moving `nbytes` (nccl-tests' size) on `topo`; schedule rank i runs on GPU `ranks[i]`.
     `net_peer_bw`: see `time_traffic`."""
     _check_level(level)
-    args = _job_args(topo, Job(schedule, nbytes, ranks, elem_size, protocol, channels, net_peer_bw))
+    job = Job(schedule, nbytes, ranks, elem_size, protocol, channels, net_peer_bw)
+    if background is None:
+        scaled = _from_unit(topo, job, level, pxn, _adaptive(topo, adaptive))
+        if scaled is not None:
+            return scaled
+    args = _job_args(topo, job)
     return time_traffic(topo, args.pop("steps"), **args, level=level, pxn=pxn, adaptive=adaptive, background=background)
+
+
+UNIT_CACHE_ENTRIES = 12  # timed unit messages kept per topology (a tuner sweep tries ~10 algorithm x protocol pairs)
+
+
+@dataclass(frozen=True, eq=False)
+class _Unit:
+    """A call timed at its unit message (one element per schedule piece), which every message whose pieces
+    are all equal scales: bytes, link loads and max-min drain times are linear in the message, latencies fixed."""
+
+    schedule: Schedule
+    plan: _Plan
+    finishes: list[np.ndarray]
+    t: np.ndarray
+    steady: float
+    biggest: float  # payload bytes one channel of the busiest rank moves in one step (what is cut into slices)
+    slice_bytes: float
+
+
+_UNITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _from_unit(topo: Topology, job: Job, level: str, pxn, adaptive: bool) -> Result | None:
+    """The result of `job`, scaled from its cached unit timing, when the message splits into equal pieces."""
+    sched = job.schedule
+    channels, nbytes = _job_checks(topo, job)
+    cm = sched.chunkmap
+    pieces = math.prod(cm.split) if cm is not None else sched.nchunks
+    count = nbytes // job.elem_size
+    if nbytes % job.elem_size or count == 0 or count % pieces:
+        return None
+    ranks = np.arange(sched.nranks) if job.ranks is None else np.asarray(job.ranks)
+    key = (id(sched), int(job.elem_size), job.protocol, channels, level, ranks.astype(np.int64).tobytes(), pxn, adaptive,
+           job.net_peer_bw)
+    cache = _UNITS.setdefault(topo, {})
+    unit = cache.pop(key, None)
+    if unit is None or unit.schedule is not sched:
+        args = _job_args(topo, replace(job, nbytes=pieces * job.elem_size))
+        gpu_ranks = _check_ranks(topo, sched.nranks, job.ranks)
+        plan, model = _plan(topo, args.pop("steps"), collective=args["collective"], algorithm=args["algorithm"],
+                            nranks=args["nranks"], copies=args["copies"], rotations=args["rotations"],
+                            nbytes=args["nbytes"], gpu_ranks=gpu_ranks, protocol=args["protocol"], channels=channels,
+                            connections=args["connections"], pxn=pxn, adaptive=adaptive, net_peer_bw=job.net_peer_bw)
+        finishes, t = _pattern_times(topo, plan, level, empty_flows())
+        steady = float(_drain(topo, plan, plan.union, level, empty_flows()).max(initial=0.0))
+        biggest = max((_channel_bytes(fs, channels) for fs in plan.patterns if fs.n_flows), default=0.0)
+        unit = _Unit(sched, plan, finishes, t, steady, biggest, model.slice_bytes)
+    cache[key] = unit  # most recently used last
+    while len(cache) > UNIT_CACHE_ENTRIES:
+        cache.pop(next(iter(cache)))
+    k = count // pieces
+    plan = replace(unit.plan, nbytes=nbytes, patterns=[fs.scaled(k) for fs in unit.plan.patterns],
+                   union=unit.plan.union.scaled(k), slices=max(1, math.ceil(k * unit.biggest / unit.slice_bytes)))
+    t = unit.t * k
+    steady = unit.steady * k if plan.slices > 1 else float(np.sum(t[plan.order] * plan.repeats))
+    return _result(topo, plan, level, [f * k for f in unit.finishes], t, steady, 1.0)
 
 
 def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: str = "flow", pxn: bool | None = None,

@@ -1,0 +1,51 @@
+"""A sweep times each call once at its unit message and scales it: the scaled result must equal timing the
+message itself (bytes, link loads and max-min drain times are linear in the message; latencies are fixed)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from fabricsim.engine import Job, simulate
+from fabricsim.schedules import build_schedule, structure_from_topology
+from fabricsim.topology import load_cluster
+
+SIM = sys.modules["fabricsim.engine.simulate"]
+TOPO = load_cluster("superpod-h100", nodes=40)  # partly filled scalable unit: uneven links
+STRUCT = structure_from_topology(TOPO)
+CALLS = [("all_reduce", "ring", 8), ("all_reduce", "tree", 2), ("all_reduce", "nvls_tree", 1), ("all_gather", "pat", 1),
+         ("reduce_scatter", "ring", 8), ("alltoall", "pxn", 1), ("broadcast", "ring", 1)]
+
+
+def uncached(sched, nbytes, **kw):
+    args = SIM._job_args(TOPO, Job(sched, nbytes, None, 4, kw.get("protocol", "simple"), None, None))
+    return SIM.time_traffic(TOPO, args.pop("steps"), **args, level=kw.get("level", "flow"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(call=st.sampled_from(CALLS), proto=st.sampled_from(["simple", "ll128", "ll"]),
+       level=st.sampled_from(["flow", "analytical"]), multiple=st.integers(1, 1 << 16), odd=st.booleans())
+def test_scaled_unit_equals_timing_the_message(call, proto, level, multiple, odd):
+    coll, algo, channels = call
+    if proto != "simple" and algo not in ("ring", "tree"):
+        proto = "simple"
+    sched = build_schedule(coll, algo, STRUCT.nranks, structure=STRUCT, channels=channels)
+    cm = sched.chunkmap
+    pieces = int(np.prod(cm.split)) if cm is not None else sched.nchunks
+    nbytes = 4 * (pieces * multiple + (7 if odd and coll != "alltoall" else 0))
+    got = simulate(TOPO, sched, nbytes, protocol=proto, level=level)
+    want = uncached(sched, nbytes, protocol=proto, level=level)
+    assert got.time == pytest.approx(want.time, rel=1e-9)
+    assert got.latency_time == pytest.approx(want.latency_time, rel=1e-9) and got.slices == want.slices
+    np.testing.assert_allclose(got.link_bytes, want.link_bytes, rtol=1e-9)
+    assert [b.link for b in got.bottlenecks] == [b.link for b in want.bottlenecks]
+
+
+def test_the_unit_cache_stays_bounded():
+    sched = build_schedule("all_reduce", "ring", STRUCT.nranks, structure=STRUCT, channels=8)
+    for channels in range(8, 8 * (SIM.UNIT_CACHE_ENTRIES + 4), 8):
+        simulate(TOPO, sched, 1 << 26, channels=channels)
+    assert len(SIM._UNITS[TOPO]) == SIM.UNIT_CACHE_ENTRIES
