@@ -310,9 +310,12 @@ def _pattern_key(st: StepTraffic) -> bytes:
     """Identity of a step's traffic: same transfers and in-network ops give the same flows."""
     parts = [np.asarray(st.src, np.int64).tobytes(), np.asarray(st.dst, np.int64).tobytes(),
              np.asarray(st.nbytes, np.float64).tobytes()]
-    for kind, inputs, outputs, nb in st.innet:
-        parts += [kind.encode(), np.asarray(inputs, np.int64).tobytes(), b"/", np.asarray(outputs, np.int64).tobytes(),
-                  np.float64(nb).tobytes()]
+    if st.innet:
+        kinds, inputs, outputs, nb = zip(*st.innet)
+        parts += ["/".join(kinds).encode(),
+                  np.array([len(a) for a in inputs] + [len(a) for a in outputs], dtype=np.int64).tobytes(),
+                  np.concatenate([np.asarray(a, np.int64) for a in inputs + outputs]).tobytes(),
+                  np.asarray(nb, np.float64).tobytes()]
     return b"|".join(parts)
 
 

@@ -118,11 +118,10 @@ def traffic(schedule: Schedule, nbytes: int, elem_size: int) -> list[StepTraffic
             out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=total / schedule.rotations))
             continue
         total, _ = _per_transfer(step, cs, step.src_chunk, step.span)
-        innet = []
-        for o in step.innet:
-            t, _ = _per_transfer(step, cs, np.array([o.chunk]), None)
-            innet.append((o.kind, o.inputs, o.outputs, float(t[0]) / step.repeat))
-        chunks = np.concatenate([step.src_chunk, np.array([o.chunk for o in step.innet], dtype=np.int64)])
+        op_chunks = np.array([o.chunk for o in step.innet], dtype=np.int64)
+        op_total = (_per_transfer(step, cs, op_chunks, None)[0] / step.repeat).tolist() if op_chunks.size else []
+        innet = [(o.kind, o.inputs, o.outputs, t) for o, t in zip(step.innet, op_total)]
+        chunks = np.concatenate([step.src_chunk, op_chunks])
         active = _active_window(step, cs, chunks, step.span)
         out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=total / step.repeat, innet=tuple(innet),
                                repeat=step.repeat, active=active))
@@ -145,10 +144,11 @@ def rank_traffic(schedule: Schedule, nbytes: int, elem_size: int) -> dict:
         remote = step.src != step.dst
         sent += np.bincount(step.src[remote], weights=total[remote], minlength=n)
         received += np.bincount(step.dst[remote], weights=total[remote], minlength=n)
-        for o in step.innet:
-            t, _ = _per_transfer(step, cs, np.array([o.chunk]), None)
-            np.add.at(innet_sent, o.inputs, t[0])
-            np.add.at(innet_received, o.outputs, t[0])
+        if step.innet:
+            op_total = _per_transfer(step, cs, np.array([o.chunk for o in step.innet], dtype=np.int64), None)[0]
+            for o, t in zip(step.innet, op_total.tolist()):
+                np.add.at(innet_sent, o.inputs, t)
+                np.add.at(innet_received, o.outputs, t)
     return {
         "sent": sent,
         "received": received,
