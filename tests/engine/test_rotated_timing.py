@@ -11,7 +11,7 @@ import pytest
 from fabricsim.engine import Job, simulate, simulate_concurrent
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import alltoall, build_schedule, structure_from_topology
-from fabricsim.topology import build, load_spec
+from fabricsim.topology import build, load_cluster, load_spec
 
 
 def fabric(nodes: int, oversubscription: float, rail: bool):
@@ -75,3 +75,24 @@ def test_perf_scale_all_to_all_is_timed_and_refuses_concurrency():
         simulate_concurrent(topo, [Job(sched, 1 << 30), Job(sched, 1 << 30)])
     alone = simulate_concurrent(topo, [Job(sched, 1 << 30, channels=8)])[0]
     assert alone.time == pytest.approx(r.time, rel=1e-9)
+
+
+def test_links_at_different_places_in_a_node_keep_their_own_loads():
+    topo = load_cluster("pcie-rtx4090-8", nodes=4)  # PCIe switches with and without a NIC behind them
+    listed, rotated = both(topo, "direct")
+    nbytes = listed.nranks * 4 * 1024
+    a = simulate(topo, listed, nbytes, level="analytical", adaptive=True)
+    b = simulate(topo, rotated, nbytes, level="analytical", adaptive=True)
+    assert b.time == pytest.approx(a.time, rel=1e-9)
+    np.testing.assert_allclose(b.link_bytes, a.link_bytes, rtol=1e-9, atol=1e-3)
+
+
+def test_rotations_must_fall_on_whole_nodes_in_the_same_order():
+    topo = load_cluster("dgx-h100", nodes=4)
+    _, rotated = both(topo, "pxn")
+    shuffled = np.arange(32).reshape(4, 8)[:, ::-1].ravel()
+    shuffled[:8] = shuffled[:8][::-1]  # node 0 in another order than the others
+    with pytest.raises(FabricsimError, match="whole NVLink domains of 8 GPUs, each in the same order"):
+        simulate(topo, rotated, 32 * 4 * 64, ranks=shuffled)
+    same_order = np.arange(32).reshape(4, 8)[::-1].ravel()  # nodes reversed, each in order: still symmetric
+    assert simulate(topo, rotated, 32 * 4 * 64, ranks=same_order).time > 0

@@ -122,6 +122,7 @@ def _plan(topo: Topology, steps: Sequence[StepTraffic], *, collective: str, algo
         raise FabricsimError(f"rotations={rotations} must divide the {nranks} ranks of one collective (no copies)")
     scale = 1.0
     if rotations > 1:
+        _check_rotation_placement(topo, gpu_ranks, rotations)
         steps, scale = _sample_rotations(steps, nranks, rotations)
     nranks //= copies  # the collective's own rank count; the copies run side by side
     n_nodes = int(np.unique(topo.gpu_domain[gpu_ranks[:nranks]]).shape[0])
@@ -188,18 +189,37 @@ def _sample_rotations(steps: Sequence[StepTraffic], nranks: int, rotations: int)
     return sampled, rotations / picked.size
 
 
+def _check_rotation_placement(topo: Topology, gpu_ranks: np.ndarray, rotations: int) -> None:
+    """A rotated schedule is timed by symmetry, which holds when its rotations are whole NVLink domains holding
+    their ranks at the same positions: rank r + k * width sits where rank r does, one domain further."""
+    width = gpu_ranks.shape[0] // rotations
+    domain = topo.gpu_domain[gpu_ranks].reshape(rotations, width)
+    local = topo.dev_local[topo.gpu_device[gpu_ranks]].reshape(rotations, width)
+    if not ((domain == domain[:, :1]).all() and np.unique(domain[:, 0]).shape[0] == rotations
+            and (local == local[:1]).all()):
+        raise FabricsimError(f"an all-to-all over {gpu_ranks.shape[0]} ranks is timed node by node, by symmetry: give it "
+                             f"whole NVLink domains of {width} GPUs, each in the same order (e.g. ranks 0..n-1)")
+
+
 _CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _link_class(topo: Topology) -> np.ndarray:
-    """Each link's symmetry class: links joining the same kinds of device at the same fabric tiers with the
-    same technology (a NIC's uplink, a leaf's uplink, a GPU's NVLink port, ...). Cached per topology."""
+    """Each link's symmetry class: links joining the same kinds of device at the same fabric tiers with the same
+    technology (a leaf's uplink, ...), and, for a device inside a host or NVLink domain, at the same position in it
+    (GPU 3's NVLink port, PCIe switch 0's uplink to CPU 0, the rail-2 NIC's cable): what is the same in every node.
+    Cached per topology."""
     cls = _CLASSES.get(topo)
     if cls is None:
         kind, level = topo.dev_kind.astype(np.int64), topo.dev_level.astype(np.int64)
+        local = np.where(kind == DeviceKind.FABRIC_SWITCH, -1, topo.dev_local.astype(np.int64)) + 1
         s, d = topo.link_src, topo.link_dst
-        key = (((kind[s] * 16 + level[s]) * 16 + kind[d]) * 16 + level[d]) * 65536 + topo.link_tech.astype(np.int64)
-        cls = np.unique(key, return_inverse=True)[1].ravel()
+
+        def side(x: np.ndarray) -> np.ndarray:
+            return (kind[x] * 16 + level[x]) * (1 << 21) + local[x]
+
+        key = np.stack([side(s), side(d), topo.link_tech.astype(np.int64)], axis=1)
+        cls = np.unique(key, axis=0, return_inverse=True)[1].ravel()
         _CLASSES[topo] = cls
     return cls
 
