@@ -36,6 +36,7 @@ def test_scaled_unit_equals_timing_the_message(call, proto, level, multiple, odd
     cm = sched.chunkmap
     pieces = int(np.prod(cm.split)) if cm is not None else sched.nchunks
     nbytes = 4 * (pieces * multiple + (7 if odd and coll != "alltoall" else 0))
+    simulate(TOPO, sched, 4 * pieces * 3, protocol=proto, level=level)  # a first size: the call is now cached
     got = simulate(TOPO, sched, nbytes, protocol=proto, level=level)
     want = uncached(sched, nbytes, protocol=proto, level=level)
     assert got.time == pytest.approx(want.time, rel=1e-9)
@@ -46,6 +47,7 @@ def test_scaled_unit_equals_timing_the_message(call, proto, level, multiple, odd
 
 def test_the_unit_cache_stays_bounded():
     sched = build_schedule("all_reduce", "ring", STRUCT.nranks, structure=STRUCT, channels=8)
+    pieces = int(np.prod(sched.chunkmap.split)) if sched.chunkmap is not None else sched.nchunks
     for channels in range(8, 8 * (SIM.UNIT_CACHE_ENTRIES + 4), 8):
-        simulate(TOPO, sched, 1 << 26, channels=channels)
+        simulate(TOPO, sched, 4 * pieces * 64, channels=channels)
     assert len(SIM._UNITS[TOPO]) == SIM.UNIT_CACHE_ENTRIES

@@ -528,10 +528,10 @@ def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int 
     return time_traffic(topo, args.pop("steps"), **args, level=level, pxn=pxn, adaptive=adaptive, background=background)
 
 
-UNIT_CACHE_ENTRIES = 12  # timed unit messages kept per topology (a tuner sweep tries ~10 algorithm x protocol pairs)
+UNIT_CACHE_ENTRIES = 16  # timed unit messages kept per topology (a tuner sweep tries ~10 algorithm x protocol pairs)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class _Unit:
     """A call timed at its unit message (one element per schedule piece), which every message whose pieces
     are all equal scales: bytes, link loads and max-min drain times are linear in the message, latencies fixed."""
@@ -540,12 +540,18 @@ class _Unit:
     plan: _Plan
     finishes: list[np.ndarray]
     t: np.ndarray
-    steady: float
+    steady: float | None  # drain time of all steps together, computed when a size first needs it (slices > 1)
     biggest: float  # payload bytes one channel of the busiest rank moves in one step (what is cut into slices)
     slice_bytes: float
 
 
 _UNITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _trim(cache: dict, size: int) -> None:
+    """Keep the `size` most recently used entries."""
+    while len(cache) > size:
+        cache.pop(next(iter(cache)))
 
 
 def _from_unit(topo: Topology, job: Job, level: str, pxn, adaptive: bool) -> Result | None:
@@ -555,8 +561,8 @@ def _from_unit(topo: Topology, job: Job, level: str, pxn, adaptive: bool) -> Res
     cm = sched.chunkmap
     pieces = math.prod(cm.split) if cm is not None else sched.nchunks
     count = nbytes // job.elem_size
-    if nbytes % job.elem_size or count == 0 or count % pieces:
-        return None
+    if nbytes % job.elem_size or count == 0 or count % pieces or sched.copies > 1:
+        return None  # replicated schedules are made afresh per call (training): nothing to reuse
     ranks = np.arange(sched.nranks) if job.ranks is None else np.asarray(job.ranks)
     key = (id(sched), int(job.elem_size), job.protocol, channels, level, ranks.astype(np.int64).tobytes(), pxn, adaptive,
            job.net_peer_bw)
@@ -570,16 +576,16 @@ def _from_unit(topo: Topology, job: Job, level: str, pxn, adaptive: bool) -> Res
                             nbytes=args["nbytes"], gpu_ranks=gpu_ranks, protocol=args["protocol"], channels=channels,
                             connections=args["connections"], pxn=pxn, adaptive=adaptive, net_peer_bw=job.net_peer_bw)
         finishes, t = _pattern_times(topo, plan, level, empty_flows())
-        steady = float(_drain(topo, plan, plan.union, level, empty_flows()).max(initial=0.0))
         biggest = max((_channel_bytes(fs, channels) for fs in plan.patterns if fs.n_flows), default=0.0)
-        unit = _Unit(sched, plan, finishes, t, steady, biggest, model.slice_bytes)
+        unit = _Unit(sched, plan, finishes, t, None, biggest, model.slice_bytes)
     cache[key] = unit  # most recently used last
-    while len(cache) > UNIT_CACHE_ENTRIES:
-        cache.pop(next(iter(cache)))
+    _trim(cache, UNIT_CACHE_ENTRIES)
     k = count // pieces
     plan = replace(unit.plan, nbytes=nbytes, patterns=[fs.scaled(k) for fs in unit.plan.patterns],
                    union=unit.plan.union.scaled(k), slices=max(1, math.ceil(k * unit.biggest / unit.slice_bytes)))
     t = unit.t * k
+    if plan.slices > 1 and unit.steady is None:
+        unit.steady = float(_drain(topo, unit.plan, unit.plan.union, level, empty_flows()).max(initial=0.0))
     steady = unit.steady * k if plan.slices > 1 else float(np.sum(t[plan.order] * plan.repeats))
     return _result(topo, plan, level, [f * k for f in unit.finishes], t, steady, 1.0)
 
