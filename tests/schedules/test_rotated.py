@@ -85,3 +85,13 @@ def test_beyond_the_listing_limit_pairwise_and_uneven_nodes_are_refused():
 def test_a_rotated_schedule_cannot_be_replicated():
     with pytest.raises(FabricsimError, match="cannot be replicated"):
         replicate(rotated("pxn", 3, 2), 2)
+
+
+def test_direct_all_to_all_over_large_domains_is_refused_with_pxn_offered():
+    from fabricsim.schedules import applicable
+    from fabricsim.schedules.registry import MAX_ROTATION_TRANSFERS
+    n = 72 * (MAX_ROTATION_TRANSFERS // (72 * 72) + 1)
+    s = Structure(n, 72)
+    with pytest.raises(FabricsimError, match="direct all-to-all over .* use pxn"):
+        build_schedule("alltoall", "direct", n, structure=s)
+    assert applicable("alltoall", s) == ["pxn"]

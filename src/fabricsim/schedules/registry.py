@@ -25,6 +25,7 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
 # listed (and timed flow by flow); beyond, direct and PXN list one node's blocks and rotate them node by node
 # (Schedule.rotations), and pairwise (n-1 distinct steps) is not offered.
 MAX_ALLTOALL_RANKS = 1024  # measured: 1,024 ranks time in ~1 s listed in full, 2,048 in minutes
+MAX_ROTATION_TRANSFERS = 1 << 22  # one node's direct blocks (ranks per node x ranks): 8 x 131,072 fit, 72 x 131,072 do not
 
 _OTHER_HINT = {
     "tree": "tree implements all_reduce only (NCCL's double binary tree)",
@@ -69,6 +70,9 @@ def check(collective: str, algorithm: str, s: Structure) -> None:
               f"{MAX_ALLTOALL_RANKS} ranks ({shape}): use direct or pxn")
         _need(n % rpn == 0, f"all-to-all over more than {MAX_ALLTOALL_RANKS} ranks is timed node by node and needs equal "
               f"nodes, but {shape} does not divide evenly: pick ranks_per_node dividing {n}")
+        _need(algorithm != "direct" or rpn * n <= MAX_ROTATION_TRANSFERS,
+              f"direct all-to-all over {shape} lists {rpn * n:,} transfers for one node, more than fabricsim times "
+              f"({MAX_ROTATION_TRANSFERS:,}): use pxn, which sends each node's blocks rail by rail")
     if algorithm in ("collnet_direct", "collnet_chain"):
         _need(s.has_sharp, f"{algorithm} needs IB SHARP in the network and the structure has none: "
               "use ring, tree or hierarchical, or a structure with has_sharp=True")
