@@ -51,3 +51,12 @@ def test_the_unit_cache_stays_bounded():
     for channels in range(8, 8 * (SIM.UNIT_CACHE_ENTRIES + 4), 8):
         simulate(TOPO, sched, 4 * pieces * 64, channels=channels)
     assert len(SIM._UNITS[TOPO]) == SIM.UNIT_CACHE_ENTRIES
+
+
+def test_the_unit_cache_is_bounded_by_the_flows_it_holds(monkeypatch):
+    monkeypatch.setattr(SIM, "UNIT_CACHE_FLOWS", 1)
+    sched = build_schedule("all_reduce", "ring", STRUCT.nranks, structure=STRUCT, channels=8)
+    pieces = int(np.prod(sched.chunkmap.split)) if sched.chunkmap is not None else sched.nchunks
+    for channels in (8, 16, 24):
+        simulate(TOPO, sched, 4 * pieces * 64, channels=channels)
+    assert len(SIM._UNITS[TOPO]) == 1  # only the newest entry stays

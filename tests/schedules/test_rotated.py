@@ -95,3 +95,11 @@ def test_direct_all_to_all_over_large_domains_is_refused_with_pxn_offered():
     with pytest.raises(FabricsimError, match="direct all-to-all over .* use pxn"):
         build_schedule("alltoall", "direct", n, structure=s)
     assert applicable("alltoall", s) == ["pxn"]
+
+
+def test_one_large_nvlink_domain_still_lists_direct_all_to_all():
+    from fabricsim.schedules import applicable
+    n = 2304  # one NVSwitch domain: nothing to rotate, every block listed as below the limit
+    s = Structure(n, n)
+    assert applicable("alltoall", s) == ["direct"]
+    assert build_schedule("alltoall", "direct", n, structure=s).rotations == 1

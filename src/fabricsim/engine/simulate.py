@@ -529,6 +529,7 @@ def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int 
 
 
 UNIT_CACHE_ENTRIES = 16  # timed unit messages kept per topology (a tuner sweep tries ~10 algorithm x protocol pairs)
+UNIT_CACHE_FLOWS = 1 << 24  # and at most this many flows held by them (~1 GiB at 131k GPUs)
 
 
 @dataclass(eq=False)
@@ -544,13 +545,19 @@ class _Unit:
     biggest: float  # payload bytes one channel of the busiest rank moves in one step (what is cut into slices)
     slice_bytes: float
 
+    @property
+    def flows(self) -> int:
+        """Flows this entry holds (its steps' patterns and their union): what the cache is bounded by."""
+        return self.plan.union.n_flows + sum(fs.n_flows for fs in self.plan.patterns)
+
 
 _UNITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _trim(cache: dict, size: int) -> None:
-    """Keep the `size` most recently used entries."""
-    while len(cache) > size:
+def _trim(cache: dict) -> None:
+    """Keep the most recently used entries: UNIT_CACHE_ENTRIES at most, holding UNIT_CACHE_FLOWS flows at most
+    (the newest always stays)."""
+    while len(cache) > 1 and (len(cache) > UNIT_CACHE_ENTRIES or sum(u.flows for u in cache.values()) > UNIT_CACHE_FLOWS):
         cache.pop(next(iter(cache)))
 
 
@@ -579,7 +586,7 @@ def _from_unit(topo: Topology, job: Job, level: str, pxn, adaptive: bool) -> Res
         biggest = max((_channel_bytes(fs, channels) for fs in plan.patterns if fs.n_flows), default=0.0)
         unit = _Unit(sched, plan, finishes, t, None, biggest, model.slice_bytes)
     cache[key] = unit  # most recently used last
-    _trim(cache, UNIT_CACHE_ENTRIES)
+    _trim(cache)
     k = count // pieces
     plan = replace(unit.plan, nbytes=nbytes, patterns=[fs.scaled(k) for fs in unit.plan.patterns],
                    union=unit.plan.union.scaled(k), slices=max(1, math.ceil(k * unit.biggest / unit.slice_bytes)))

@@ -70,7 +70,7 @@ def check(collective: str, algorithm: str, s: Structure) -> None:
               f"{MAX_ALLTOALL_RANKS} ranks ({shape}): use direct or pxn")
         _need(n % rpn == 0, f"all-to-all over more than {MAX_ALLTOALL_RANKS} ranks is timed node by node and needs equal "
               f"nodes, but {shape} does not divide evenly: pick ranks_per_node dividing {n}")
-        _need(algorithm != "direct" or rpn * n <= MAX_ROTATION_TRANSFERS,
+        _need(algorithm != "direct" or n == rpn or rpn * n <= MAX_ROTATION_TRANSFERS,
               f"direct all-to-all over {shape} lists {rpn * n:,} transfers for one node, more than fabricsim times "
               f"({MAX_ROTATION_TRANSFERS:,}): use pxn, which sends each node's blocks rail by rail")
     if algorithm in ("collnet_direct", "collnet_chain"):

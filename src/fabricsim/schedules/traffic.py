@@ -160,8 +160,9 @@ def rank_traffic(schedule: Schedule, nbytes: int, elem_size: int) -> dict:
 
 def _rotated_rank_traffic(schedule: Schedule, nbytes: int, elem_size: int) -> dict:
     """rank_traffic of a large rotated schedule: rank r runs each first-rotation transfer whose rank is r's
-    residue modulo the rotation width once, carrying that transfer's mean bytes over the rotations (exact
-    when the blocks are equal; uneven blocks differ by one element)."""
+    residue modulo the rotation width once, carrying that transfer's mean bytes over the rotations. Exact when
+    the count splits into equal blocks, as every all-to-all's does (nccl-tests sizes, `layout.count_of`);
+    otherwise a rank's bytes are the mean over the ranks at its place in the other nodes."""
     n, w, rot = schedule.nranks, schedule.rotation_width, schedule.rotations
     sent, received = np.zeros(w), np.zeros(w)
     for st, tr in zip(schedule.steps, traffic(schedule, nbytes, elem_size)):
