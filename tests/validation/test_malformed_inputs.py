@@ -10,7 +10,7 @@ import pytest
 
 from fabricsim.cli.main import main
 from fabricsim.errors import FabricsimError
-from fabricsim.training.calibration import calibration_rows
+from fabricsim.validation.training import calibration_rows
 from fabricsim.validation.calibration import cases, load_rows
 
 COLL = {"id": "x", "kind": "collective",

@@ -8,7 +8,7 @@ import math
 import click
 
 from fabricsim.calibration_data import default_path
-from fabricsim.training.calibration import calibration_rows, format_rows
+from fabricsim.validation.training import calibration_rows, format_rows
 from fabricsim.training.comm import engine_comm_model
 from fabricsim.validation.accuracy import run, summary
 from fabricsim.validation.calibration import load_rows

@@ -166,7 +166,7 @@ MODELS: dict[str, ModelSpec] = {
            source="DeepSeek-V3 report (arXiv:2412.19437) sec. 4.2 and HF deepseek-ai/DeepSeek-V3 config.json: 61 layers (first 3 dense, ffn 18432), "
                   "hidden 7168, MLA (128 heads, q_lora 1536, kv_lora 512, qk_nope 128, rope 64, v 128), 256 routed experts (2048) + 1 shared, top-8, vocab 129280; "
                   "pre-training seq 4096; 671B total / 37B active (MTP module excluded)"),
-        # Architectures of the published training benchmarks in shared/calibration (used by training.calibration).
+        # Architectures of the published training benchmarks in shared/calibration (used by validation.training).
         _m(name="gpt3-5b", layers=24, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=50257, seq=2048, gated=False, tied_embeddings=True,
            source="NeMo-Framework-Launcher conf/training/gpt3/5b.yaml (24 layers, hidden 4096, ffn 16384, 32 heads)"),
         _m(name="gpt3-20b", layers=44, hidden=6144, heads=48, kv_heads=48, ffn=24576, vocab=50257, seq=2048, gated=False, tied_embeddings=True,

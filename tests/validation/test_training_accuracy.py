@@ -4,7 +4,7 @@ import pytest
 
 from fabricsim.calibration_data import default_path
 from fabricsim.errors import FabricsimError
-from fabricsim.training.calibration import calibration_rows, format_rows, median_error
+from fabricsim.validation.training import calibration_rows, format_rows, median_error
 from fabricsim.training.comm import engine_comm_model
 from tests.conftest import REPORTS
 
