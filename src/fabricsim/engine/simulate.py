@@ -254,31 +254,30 @@ def _link_weights(topo: Topology, gpu_ranks: np.ndarray) -> np.ndarray:
     return np.where(share > 0, share, weight)
 
 
-def _mean_field(topo: Topology, plan: _Plan, fs: FlowSet) -> tuple[np.ndarray, np.ndarray]:
-    """(capacity each link offers the sampled flows, wire bytes on every link) for a rotated schedule: a
-    symmetry class's whole traffic (sampled bytes x plan.scale) spreads over its links by their weights, so a
-    sampled flow sees each of its links drain in the time that link's share takes."""
-    cap, cls, weight = effective_capacity(topo), _link_class(topo), plan.weight
-    b = fs.link_bytes(topo.n_links)
+def _spread(topo: Topology, plan: _Plan, per_link: np.ndarray) -> np.ndarray:
+    """A rotated schedule's per-link quantity (bytes, flows) of its sampled rotations, summed per symmetry class,
+    scaled to the whole schedule and shared among the class's links by their weights (`_link_weights`)."""
+    cls = _link_class(topo)
     ncls = int(cls.max(initial=-1)) + 1
-    total = plan.scale * np.bincount(cls, weights=b, minlength=ncls)
-    wsum = np.bincount(cls, weights=weight, minlength=ncls)
-    load = np.divide(total, wsum, out=np.zeros(ncls), where=wsum > 0)[cls] * weight
-    drain_time = load / cap
-    offered = np.where(b > 0, b / np.maximum(drain_time, 1e-300), cap)
+    total = plan.scale * np.bincount(cls, weights=per_link, minlength=ncls)
+    wsum = np.bincount(cls, weights=plan.weight, minlength=ncls)
+    return np.divide(total, wsum, out=np.zeros(ncls), where=wsum > 0)[cls] * plan.weight
+
+
+def _mean_field(topo: Topology, plan: _Plan, fs: FlowSet) -> tuple[np.ndarray, np.ndarray]:
+    """(capacity each link offers the sampled flows, wire bytes on every link) for a rotated schedule: a sampled
+    flow sees each of its links drain in the time that link's share of its class's traffic takes."""
+    cap = effective_capacity(topo)
+    b = fs.link_bytes(topo.n_links)
+    load = _spread(topo, plan, b)
+    offered = np.where(b > 0, b / np.maximum(load / cap, 1e-300), cap)
     return offered, load
 
 
 def _link_flows(topo: Topology, plan: _Plan, fs: FlowSet) -> np.ndarray:
     """Flows crossing each link; for a rotated schedule, its class's flows spread by the links' weights."""
     flows = fs.link_flows(topo.n_links)
-    if plan.weight is None:
-        return flows
-    cls = _link_class(topo)
-    ncls = int(cls.max(initial=-1)) + 1
-    wsum = np.bincount(cls, weights=plan.weight, minlength=ncls)
-    per = np.divide(plan.scale * np.bincount(cls, weights=flows, minlength=ncls), wsum, out=np.zeros(ncls), where=wsum > 0)
-    return per[cls] * plan.weight
+    return flows if plan.weight is None else _spread(topo, plan, flows)
 
 
 WINDOW_LATENCY_LIMIT = 1 << 22  # (distinct windows x repetitions) evaluated; beyond, every repetition waits for the slowest hop
