@@ -32,7 +32,7 @@ from fabricsim.engine.maxmin import drain
 from fabricsim.engine.protocols import ProtocolModel, protocol_model
 from fabricsim.engine.result import BUSBW_FACTOR, Bottleneck, Result, Timeline
 from fabricsim.errors import FabricsimError
-from fabricsim.schedules.model import Schedule, StepTraffic
+from fabricsim.schedules.model import Schedule, StepTraffic, rotate_ranks
 from fabricsim.schedules import traffic as schedule_traffic
 from fabricsim.topology.model import DeviceKind, Topology
 
@@ -179,13 +179,9 @@ def _sample_rotations(steps: Sequence[StepTraffic], nranks: int, rotations: int)
     per_rotation = max(sum(int(st.src.shape[0]) for st in steps), 1)
     k = max(1, min(rotations, ROTATION_SAMPLE_TRANSFERS // per_rotation))
     picked = np.unique(np.arange(k, dtype=np.int64) * rotations // k)
-    shift = picked[:, None] * (nranks // rotations)
-
-    def turn(r: np.ndarray) -> np.ndarray:
-        return ((np.asarray(r, dtype=np.int64)[None, :] + shift) % nranks).ravel().astype(np.int32)
-
-    sampled = [StepTraffic(turn(st.src), turn(st.dst), np.tile(np.asarray(st.nbytes, dtype=np.float64), picked.size))
-               for st in steps]
+    shift = picked * (nranks // rotations)
+    sampled = [StepTraffic(rotate_ranks(st.src, nranks, shift), rotate_ranks(st.dst, nranks, shift),
+                           np.tile(np.asarray(st.nbytes, dtype=np.float64), picked.size)) for st in steps]
     return sampled, rotations / picked.size
 
 
@@ -470,8 +466,9 @@ def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: st
     network peer x their rate, which the tuner derives); None: no cap. `adaptive`: spread every flow over all
     equal-cost fabric paths (True) or one hashed path each (False); None: the cluster's `routing`.
     `rotations` > 1: `steps` are one rotation of a rank-symmetric schedule (Schedule.rotations); evenly spaced
-    rotations are routed (ROTATION_SAMPLE_TRANSFERS) and every link of a symmetry class in use carries the
-    class's mean load: a mean-field view of the whole schedule that misses hash collisions between flows.
+    rotations are routed (ROTATION_SAMPLE_TRANSFERS) and each symmetry class's traffic, scaled to the whole
+    schedule, is shared among its links by weight (`_link_weights`, as adaptive routing spreads it): hashed ECMP
+    collisions between flows are not counted.
     """
     _check_level(level)
     if collective not in BUSBW_FACTOR:
@@ -510,6 +507,13 @@ def _job_args(topo: Topology, job: Job) -> dict:
                 copies=sched.copies, rotations=sched.rotations, nbytes=nbytes,
                 ranks=job.ranks, protocol=job.protocol, channels=channels, connections=channels // max(sched.channels, 1),
                 net_peer_bw=job.net_peer_bw)
+
+
+def _job_plan(topo: Topology, job: Job, pxn, adaptive: bool) -> tuple[_Plan, ProtocolModel]:
+    """A job's traffic turned into a plan (flows, latencies, slices) on `topo`."""
+    args = _job_args(topo, job)
+    gpu_ranks = _check_ranks(topo, job.schedule.nranks, args.pop("ranks"))
+    return _plan(topo, args.pop("steps"), **args, gpu_ranks=gpu_ranks, pxn=pxn, adaptive=adaptive)
 
 
 def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int = 4, protocol: str = "simple",
@@ -575,12 +579,7 @@ def _from_unit(topo: Topology, job: Job, level: str, pxn, adaptive: bool) -> Res
     cache = _UNITS.setdefault(topo, {})
     unit = cache.pop(key, None)
     if unit is None or unit.schedule is not sched:
-        args = _job_args(topo, replace(job, nbytes=pieces * job.elem_size))
-        gpu_ranks = _check_ranks(topo, sched.nranks, job.ranks)
-        plan, model = _plan(topo, args.pop("steps"), collective=args["collective"], algorithm=args["algorithm"],
-                            nranks=args["nranks"], copies=args["copies"], rotations=args["rotations"],
-                            nbytes=args["nbytes"], gpu_ranks=gpu_ranks, protocol=args["protocol"], channels=channels,
-                            connections=args["connections"], pxn=pxn, adaptive=adaptive, net_peer_bw=job.net_peer_bw)
+        plan, model = _job_plan(topo, replace(job, nbytes=pieces * job.elem_size), pxn, adaptive)
         finishes, t = _pattern_times(topo, plan, level, empty_flows())
         biggest = max((_channel_bytes(fs, channels) for fs in plan.patterns if fs.n_flows), default=0.0)
         unit = _Unit(sched, plan, finishes, t, None, biggest, model.slice_bytes)
@@ -613,14 +612,7 @@ def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: s
     plans = []
     bg = empty_flows()
     for i, job in enumerate(jobs):
-        args = _job_args(topo, job)
-        gpu_ranks = _check_ranks(topo, job.schedule.nranks, job.ranks)
-        plan, model = _plan(topo, args.pop("steps"), collective=args["collective"], algorithm=args["algorithm"],
-                            nranks=args["nranks"], copies=args["copies"], rotations=args["rotations"],
-                            nbytes=args["nbytes"], gpu_ranks=gpu_ranks,
-                            protocol=args["protocol"],
-                            channels=args["channels"], connections=args["connections"], pxn=pxn, adaptive=adaptive,
-                            net_peer_bw=args["net_peer_bw"])
+        plan, model = _job_plan(topo, job, pxn, adaptive)
         if i == 0:
             bg = _background(topo, background, model, adaptive)
         plans.append(plan)

@@ -78,8 +78,7 @@ class Step:
         """Chunk indices of repetition k."""
         if k == 0 or self.stride == 0:
             return chunks
-        p = self.period
-        return (chunks // p) * p + (chunks % p + k * self.stride) % p
+        return rotate_chunks(chunks, self.period, k * self.stride)
 
     @property
     def n_transfers(self) -> int:
@@ -136,10 +135,17 @@ class Schedule:
         return int(sum(a.nbytes for a in arrays))
 
 
-def rotate_chunks(chunks: np.ndarray, nranks: int, shift: int) -> np.ndarray:
-    """Chunk indices of a rotated copy: every block of `nranks` chunks (an all-to-all's send, receive and
-    scratch blocks, indexed by peer rank) turns by `shift`, as its ranks do."""
-    return (chunks // nranks) * nranks + (chunks % nranks + shift) % nranks
+def rotate_chunks(chunks: np.ndarray, period: int, shift) -> np.ndarray:
+    """Chunk indices turned by `shift` inside their block of `period` chunks: a repeated step's chunks
+    (`Step.chunks_at`), or a rotated all-to-all's send, receive and scratch blocks (period = nranks)."""
+    return (chunks // period) * period + (chunks % period + shift) % period
+
+
+def rotate_ranks(ranks: np.ndarray, nranks: int, shifts: np.ndarray) -> np.ndarray:
+    """`ranks` shifted by each of `shifts` (mod nranks), one rotation after another: a rotated schedule's
+    transfers (`Schedule.rotations`) in the rotations `shifts` name."""
+    shifts = np.asarray(shifts, dtype=np.int64).reshape(-1, 1)
+    return ((np.asarray(ranks, dtype=np.int64)[None, :] + shifts) % nranks).ravel().astype(np.int32)
 
 
 def make_step(src, dst, src_chunk, dst_chunk, op, *, span=None, innet=(), repeat=1, stride=0, period=1) -> Step:

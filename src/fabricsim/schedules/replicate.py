@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from fabricsim.errors import FabricsimError
-from fabricsim.schedules.model import InNetworkOp, Schedule, Step, rotate_chunks
+from fabricsim.schedules.model import InNetworkOp, Schedule, Step, rotate_chunks, rotate_ranks
 
 
 def _spread(ranks: np.ndarray, n: int, copies: int) -> np.ndarray:
@@ -51,15 +51,12 @@ def unroll(schedule: Schedule) -> Schedule:
         return schedule
     n, rot = schedule.nranks, schedule.rotations
     shift = np.arange(rot, dtype=np.int64)[:, None] * schedule.rotation_width
-
-    def ranks(r: np.ndarray) -> np.ndarray:
-        return ((r[None, :].astype(np.int64) + shift) % n).ravel().astype(np.int32)
-
     steps = []
     for st in schedule.steps:
         if st.repeat != 1 or st.innet:
             raise FabricsimError("a rotated schedule's steps must run once and hold no in-network operations")
-        steps.append(Step(src=ranks(st.src), dst=ranks(st.dst), src_chunk=rotate_chunks(st.src_chunk[None, :], n, shift).ravel(),
+        steps.append(Step(src=rotate_ranks(st.src, n, shift), dst=rotate_ranks(st.dst, n, shift),
+                          src_chunk=rotate_chunks(st.src_chunk[None, :], n, shift).ravel(),
                           dst_chunk=rotate_chunks(st.dst_chunk[None, :], n, shift).ravel(), op=_tile(st.op, rot),
                           span=_tile(st.span, rot)))
     return replace(schedule, steps=tuple(steps), rotations=1)
