@@ -8,10 +8,12 @@ import math
 import click
 
 from fabricsim.calibration_data import default_path
+from fabricsim.errors import FabricsimError
 from fabricsim.validation.training import calibration_rows, format_rows
 from fabricsim.training.comm import engine_comm_model
 from fabricsim.validation.accuracy import run, summary
 from fabricsim.validation.calibration import load_rows
+from fabricsim.validation.logs import logs_json, logs_table, run_logs
 from fabricsim.validation.p2p import p2p_table, run_p2p
 
 
@@ -59,9 +61,18 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
 @click.option("--summary-only", is_flag=True, help="Only the per-family table.")
 @click.option("--training", is_flag=True, help="Score the training-throughput rows (fabricsim train) instead.")
 @click.option("--p2p", is_flag=True, help="Score the point-to-point microbenchmark rows against the hardware catalog instead.")
-def validate(data, level, fmt, summary_only, training, p2p):
-    """Predict every collective (or, with --training / --p2p, training or point-to-point) measurement in the
-    calibration set and print the error."""
+@click.option("--logs", is_flag=True, help="Score the real nccl-tests logs instead (logs/index.jsonl beside the "
+              "calibration data; --data names another index.jsonl).")
+def validate(data, level, fmt, summary_only, training, p2p, logs):
+    """Predict every collective (or, with --training / --p2p / --logs, training, point-to-point or nccl-tests log)
+    measurement in the calibration set and print the error."""
+    if logs:
+        if training or p2p:
+            raise FabricsimError("--logs scores the nccl-tests logs alone: drop --training / --p2p")
+        scores = run_logs(data, level=level)
+        click.echo(logs_json(scores) if fmt == "json" else logs_table(scores, show_rows=not summary_only,
+                                                                         show_notes=not summary_only))
+        return
     if p2p:
         preds, skipped = run_p2p(load_rows(data))
         if fmt == "json":
