@@ -13,7 +13,6 @@ from fabricsim.validation.training import calibration_rows, format_rows
 from fabricsim.training.comm import engine_comm_model
 from fabricsim.validation.accuracy import run, summary
 from fabricsim.validation.calibration import load_rows
-from fabricsim.validation.logs import logs_json, logs_table, run_logs
 from fabricsim.validation.p2p import p2p_table, run_p2p
 
 
@@ -69,9 +68,7 @@ def validate(data, level, fmt, summary_only, training, p2p, logs):
     if logs:
         if training or p2p:
             raise FabricsimError("--logs scores the nccl-tests logs alone: drop --training / --p2p")
-        scores = run_logs(data, level=level)
-        click.echo(logs_json(scores) if fmt == "json" else logs_table(scores, show_rows=not summary_only,
-                                                                         show_notes=not summary_only))
+        _logs(data, fmt, level, summary_only)
         return
     if p2p:
         preds, skipped = run_p2p(load_rows(data))
@@ -102,3 +99,12 @@ def validate(data, level, fmt, summary_only, training, p2p, logs):
         }, indent=1))
         return
     click.echo(accuracy_table(preds, skipped, show_rows=not summary_only))
+
+
+def _logs(index, fmt: str, level: str, summary_only: bool) -> None:
+    """--logs: the calibration set's real nccl-tests logs, each on its own cluster file (validation.logs)."""
+    from fabricsim.validation.logs import logs_json, logs_table, run_logs
+
+    scores = run_logs(index, level=level)
+    click.echo(logs_json(scores) if fmt == "json" else logs_table(scores, show_rows=not summary_only,
+                                                                     show_notes=not summary_only))
