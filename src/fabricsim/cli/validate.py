@@ -8,6 +8,7 @@ import math
 import click
 
 from fabricsim.calibration_data import default_path
+from fabricsim.errors import FabricsimError
 from fabricsim.validation.training import calibration_rows, format_rows
 from fabricsim.training.comm import engine_comm_model
 from fabricsim.validation.accuracy import run, summary
@@ -59,9 +60,16 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
 @click.option("--summary-only", is_flag=True, help="Only the per-family table.")
 @click.option("--training", is_flag=True, help="Score the training-throughput rows (fabricsim train) instead.")
 @click.option("--p2p", is_flag=True, help="Score the point-to-point microbenchmark rows against the hardware catalog instead.")
-def validate(data, level, fmt, summary_only, training, p2p):
-    """Predict every collective (or, with --training / --p2p, training or point-to-point) measurement in the
-    calibration set and print the error."""
+@click.option("--logs", is_flag=True, help="Score the real nccl-tests logs instead (logs/index.jsonl beside the "
+              "calibration data; --data names another index.jsonl).")
+def validate(data, level, fmt, summary_only, training, p2p, logs):
+    """Predict every collective (or, with --training / --p2p / --logs, training, point-to-point or nccl-tests log)
+    measurement in the calibration set and print the error."""
+    if logs:
+        if training or p2p:
+            raise FabricsimError("--logs scores the nccl-tests logs alone: drop --training / --p2p")
+        _logs(data, fmt, level, summary_only)
+        return
     if p2p:
         preds, skipped = run_p2p(load_rows(data))
         if fmt == "json":
@@ -91,3 +99,12 @@ def validate(data, level, fmt, summary_only, training, p2p):
         }, indent=1))
         return
     click.echo(accuracy_table(preds, skipped, show_rows=not summary_only))
+
+
+def _logs(index, fmt: str, level: str, summary_only: bool) -> None:
+    """--logs: the calibration set's real nccl-tests logs, each on its own cluster file (validation.logs)."""
+    from fabricsim.validation.logs import logs_json, logs_table, run_logs
+
+    scores = run_logs(index, level=level)
+    click.echo(logs_json(scores) if fmt == "json" else logs_table(scores, show_rows=not summary_only,
+                                                                     show_notes=not summary_only))

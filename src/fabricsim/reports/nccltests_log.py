@@ -2,8 +2,10 @@
 
 Header-driven: the `#  size  count  type ...` title line says which columns exist (no root/redop in
 v2.9, `cputime`, `-I 1` per-iteration columns, fabricsim's extra algo/proto/channels), so layouts
-are never guessed from column counts when a header is there. MPI / srun prefixes and interleaved
-NCCL INFO lines are tolerated (nccl-model.md §4.2).
+are never guessed from column counts when a header is there. MPI / srun prefixes (mpirun
+`--tag-output` tags also inside a row), interleaved NCCL INFO lines, comments whose `#` a log viewer
+stripped, blocks without their title row and several runs in one file are read as the calibration
+logs carry them (nccl-model.md §4.2; tests/reports/fixtures/README.md).
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from fabricsim.units import MAX_BYTES
 
 _JSON_START = re.compile(r"^\s*(?:\{|\[\s*[{\]])")  # an object, or a list of objects ('[0] ' is an MPI prefix)
 _PREFIX = re.compile(r"^(?:\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?\s?|\s*\d+:\s)")
-_RANK = re.compile(r"^#\s*Rank\s+(\d+)\s+(?:Group|Pid)")
+_TAG = re.compile(r"\[\d+(?:,\d+)*\]<std(?:out|err)>:")  # mpirun --tag-output, anywhere in a line
+_RANK = re.compile(r"^Rank\s+(\d+)\s+(?:Group|Pid)")
 _BINARY = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
 _STARTING = re.compile(r"Collective test starting:\s*(\S+)")
+_CONCLUDED = re.compile(r"Collective test concluded:\s*(\S+)")
+_NTHREAD = re.compile(r"nThread\s+\d+\s+nGpus\s+\d+")
 _TESTS_VERSION = re.compile(r"nccl-tests version\s+(\S+)(?:.*?nccl-library=(\d+))?")
 _NCCL_VERSION = re.compile(r"NCCL version\s+(\d+\.\d+\.\d+)")
 _NRANKS = re.compile(r"\bn[Rr]anks\s+(\d+)")
@@ -186,51 +191,118 @@ def _located(line: int, fn, *args):
         raise FabricsimError(f"nccl-tests log line {line}: {err}") from None
 
 
-def parse_nccl_tests(text: str) -> ParsedLog:
-    """Parse one nccl-tests run (stdout text, possibly MPI-prefixed, or the -J JSON document)."""
-    if _JSON_START.match(text):
-        return _parse_json(text)
-    coll = nccl = tests = avg = None
-    ranks: set[int] = set()
-    nranks_hint = None
+@dataclass
+class _Run:
+    """What one run has said so far (mutable while its lines are read)."""
+
+    coll: str | None = None
+    nccl: str | None = None
+    tests: str | None = None
+    avg: float | None = None
+    nranks_hint: int | None = None
+    ranks: set[int] = field(default_factory=set)
     cols: list[str] | None = None
-    rows: list[ParsedRow] = []
+    rows: list[ParsedRow] = field(default_factory=list)
+    closed: bool = False  # its 'Avg bus bandwidth' line was read: what follows belongs to the next run
+
+    def finish(self) -> ParsedLog:
+        nranks = max(self.ranks) + 1 if self.ranks else self.nranks_hint
+        return _finish(self.coll, nranks, self.rows, self.avg, self.nccl, self.tests, "text")
+
+
+def _clean(raw: str) -> str:
+    """The line without mpirun / srun prefixes; `--tag-output` tags are removed wherever they sit (mpirun tags
+    every chunk rank 0 writes, so one table row can carry several '[1,0]<stdout>:')."""
+    return _TAG.sub("", _PREFIX.sub("", raw, count=1)).rstrip()
+
+
+def _starts_run(body: str) -> bool:
+    """A line nccl-tests prints once at the start of a run: the column titles or the lines above them."""
+    return bool(_STARTING.search(body) or _TESTS_VERSION.search(body) or _NCCL_VERSION.search(body)
+                or _NTHREAD.match(body) or body.startswith("Using devices") or _RANK.match(body)
+                or body.split()[:2] == ["size", "count"])
+
+
+def parse_runs(text: str) -> list[ParsedLog]:
+    """Every nccl-tests run in `text`, in order (one for a -J JSON document).
+
+    A run ends at its 'Avg bus bandwidth' line, or where a new run's opening lines (versions, 'Collective test
+    starting', the nThread line, '#  Rank' lines, the column titles) follow data rows; 'Collective test
+    concluded' after the Avg line names the run it closes. Lines may lack the '#' nccl-tests puts before its
+    comments (some log viewers strip it) and may carry NCCL_DEBUG=INFO output; a block without its title
+    row is read by its column count."""
+    if _JSON_START.match(text):
+        return [_parse_json(text)]
+    runs: list[_Run] = []
+    run = _Run()
     for i, raw in enumerate(text.splitlines(), 1):
-        line = _PREFIX.sub("", raw, count=1).rstrip()
+        line = _clean(raw)
         if not line.strip():
             continue
         if "NCCL" in line and ("INFO" in line or "WARN" in line):
+            if run.closed and _NCCL_VERSION.search(line):
+                runs.append(run)
+                run = _Run()
             m = _NCCL_VERSION.search(line)
-            nccl = m.group(1) if m else nccl
+            run.nccl = m.group(1) if m else run.nccl
             m = _NRANKS.search(line)
-            nranks_hint = nranks_hint or (int(m.group(1)) if m else None)
+            run.nranks_hint = run.nranks_hint or (int(m.group(1)) if m else None)
             continue
-        if line.lstrip().startswith("#"):
-            body = line.lstrip()
-            if (m := _STARTING.search(body)):
-                coll = re.sub(r"_perf(_mpi)?$", "", m.group(1))
-            elif (m := _TESTS_VERSION.search(body)):
-                tests = m.group(1)
-                nccl = nccl or (_version_code(int(m.group(2))) if m.group(2) else None)
-            elif (m := _RANK.match(body)):
-                ranks.add(int(m.group(1)))
-            elif (m := _AVG.search(body)):
-                avg = _located(i, _num, m.group(1))
-            elif (tokens := body[1:].split()) and tokens[:2] == ["size", "count"]:
-                cols = _columns(tokens)
-            elif (m := _NRANKS.search(body)):
-                nranks_hint = int(m.group(1))
+        body = line.lstrip()
+        body = body[1:].lstrip() if body.startswith("#") else body
+        tokens = body.split()
+        is_row = bool(tokens) and tokens[0].isdecimal()
+        if (m := _CONCLUDED.search(body)):  # printed after the Avg line: it names the run that just ended
+            target = run if run.rows or not runs else runs[-1]
+            target.coll = target.coll or _collective_name(m.group(1))
             continue
-        tokens = line.split()
-        if not tokens or not tokens[0].isdecimal():
-            if coll is None and (m := _BINARY.search(line)):
-                coll = m.group(1)
+        opens = not is_row and _starts_run(body)
+        if (run.closed and (is_row or opens or _BINARY.search(body))) or (run.rows and opens):
+            runs.append(run)
+            run = _Run()
+        if is_row:
+            layout = run.cols
+            if layout is None and len(tokens) in _FALLBACK:
+                lead = list(_FALLBACK[len(tokens)])
+                layout = _columns(lead + ["time", "algbw", "busbw", "#wrong"] * 2)
+            if layout is not None and (row := _located(i, _row, layout, tokens)) is not None:
+                run.rows.append(row)
             continue
-        layout = cols
-        if layout is None and len(tokens) in _FALLBACK:
-            lead = list(_FALLBACK[len(tokens)])
-            layout = _columns(lead + ["time", "algbw", "busbw", "#wrong"] * 2)
-        if layout is not None and (row := _located(i, _row, layout, tokens)) is not None:
-            rows.append(row)
-    nranks = max(ranks) + 1 if ranks else nranks_hint
-    return _finish(coll, nranks, rows, avg, nccl, tests, "text")
+        if (m := _STARTING.search(body)):
+            run.coll = _collective_name(m.group(1))
+        elif (m := _TESTS_VERSION.search(body)):
+            run.tests = m.group(1)
+            run.nccl = run.nccl or (_version_code(int(m.group(2))) if m.group(2) else None)
+        elif (m := _NCCL_VERSION.search(body)):  # NCCL_DEBUG=VERSION prints it bare
+            run.nccl = m.group(1)
+        elif (m := _RANK.match(body)):
+            run.ranks.add(int(m.group(1)))
+        elif (m := _AVG.search(body)):
+            run.avg = _located(i, _num, m.group(1))
+            run.closed = True
+        elif tokens[:2] == ["size", "count"]:
+            run.cols = _columns(tokens)
+        elif (m := _NRANKS.search(body)):
+            run.nranks_hint = int(m.group(1))
+        elif run.coll is None and (m := _BINARY.search(body)):
+            run.coll = m.group(1)
+    runs.append(run)
+    with_rows = [r.finish() for r in runs if r.rows]
+    return with_rows or [run.finish()]  # no rows anywhere: _finish says so
+
+
+def _collective_name(binary: str) -> str:
+    return re.sub(r"_perf(_mpi)?$", "", binary)
+
+
+def parse_nccl_tests(text: str) -> ParsedLog:
+    """Parse one nccl-tests run (stdout text, possibly MPI-prefixed, or the -J JSON document).
+
+    A file holding several runs is an error naming them: comparing rows of different runs as one sweep
+    would give a wrong number silently."""
+    runs = parse_runs(text)
+    if len(runs) > 1:
+        what = ", ".join(f"{r.collective or 'unnamed'} {r.rows[0].size_bytes}-{r.rows[-1].size_bytes} B" for r in runs)
+        raise FabricsimError(f"the log holds {len(runs)} nccl-tests runs ({what}): split it into one file per run "
+                             "(or read them with fabricsim.reports.nccltests_log.parse_runs)")
+    return runs[0]
