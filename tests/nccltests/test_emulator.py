@@ -185,3 +185,31 @@ def test_cli_and_installed_shims(tmp_path, capsys):
     capsys.readouterr()
     assert main(["nccl-tests", "install", str(tmp_path)]) == 2
     assert "is not a fabricsim shim" in capsys.readouterr().err
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(["-b", "-e", "-f", "-g", "-t", "-c", "-o", "-d", "-J", "--minbytes=1K", "-q", "8",
+                                 "8G", "x", "-1", "all", "--iters", "0"]), max_size=8))
+def test_flag_parser_only_raises_fabricsim_errors(argv):
+    try:
+        parse_args(argv)
+    except FabricsimError:
+        pass
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from(["NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_IB_HCA",
+                                        "NCCL_NET_GDR_LEVEL", "NCCL_COLLNET_ENABLE"]),
+                       st.text(alphabet="RingTreLL128^,:;NVS0123 mlx5_", max_size=12), max_size=3))
+def test_env_parser_only_raises_fabricsim_errors(env):
+    from fabricsim.nccltests.env import apply_env
+    from fabricsim.topology import load_spec
+
+    try:
+        apply_env(load_spec("dgx-h100", nodes=2), "all_reduce", env)
+    except FabricsimError:
+        pass

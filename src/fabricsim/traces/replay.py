@@ -20,13 +20,14 @@ import numpy as np
 
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
-from fabricsim.reports.nccltests_table import count_for
 from fabricsim.topology.model import Topology
 from fabricsim.traces.chakra import TraceNode
 from fabricsim.training.efficiency import default_efficiency
 from fabricsim.tuner.select import best
 
-_SIZED_BY_TOTAL = ("all_gather", "reduce_scatter", "alltoall")  # nccl-tests' size column is the whole buffer
+# nccl-tests' size column is the whole buffer for these (the per-rank count is size / element / ranks,
+# src/<coll>.cu *GetCollByteCount), one rank's buffer for the others.
+_SIZED_BY_TOTAL = ("all_gather", "reduce_scatter", "alltoall")
 _COMM = ("coll", "send", "recv")
 
 
@@ -146,8 +147,8 @@ class _Timer:
             if n == 1:
                 self.cache[key] = (0.0, "none", "none", 0, nbytes)
             else:
-                count = count_for(collective, nbytes, n, 4)
-                timed = count * 4 * (n if collective in _SIZED_BY_TOTAL else 1)
+                per = 4 * (n if collective in _SIZED_BY_TOTAL else 1)  # float elements, as fabricsim perf
+                timed = nbytes // per * per
                 if timed == 0:
                     raise FabricsimError(f"{collective} of {nbytes} B on {n} ranks is less than one float per rank: "
                                          "give a comm_size of at least 4 x ranks bytes")
