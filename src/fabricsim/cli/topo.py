@@ -6,6 +6,7 @@ import json
 
 import click
 
+from fabricsim.cli.importers import import_cluster
 from fabricsim.cli.options import size_options
 from fabricsim.topology import PRESETS, load_cluster, load_spec, save_cluster
 from fabricsim.topology.summary import summarize
@@ -20,6 +21,9 @@ def _bw(bps: float) -> str:
 @click.group("topo")
 def topo() -> None:
     """Cluster topologies: presets, summaries, YAML specs."""
+
+
+topo.add_command(import_cluster)
 
 
 @topo.command("list")

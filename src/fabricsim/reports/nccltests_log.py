@@ -165,7 +165,8 @@ def _json_log(doc) -> ParsedLog:
     m = _BINARY.search(args)
     avg = (doc.get("average_bus_bandwidth") or {}).get("bandwidth")
     code = doc.get("nccl_version")
-    return _finish(m.group(1) if m else None, len(doc["devices"]) if doc.get("devices") else None, rows,
+    devices = doc.get("devices") or (doc.get("config") or {}).get("devices")  # nccl-tests nests them in "config"
+    return _finish(m.group(1) if m else None, len(devices) if devices else None, rows,
                    float(avg) if avg is not None else None, _version_code(int(code)) if code else None, None, "json")
 
 

@@ -1,0 +1,187 @@
+"""NCCL_DEBUG=INFO logs (with or without nccl-tests around them): what NCCL found and chose at init.
+
+Lines read (NCCL's own INFO messages, src/init.cc, transport/net_ib.cc, transport.cc, graph/connect.cc;
+nccl-tests' `#  Rank N ... on HOST device D [BUS] NAME` lines, src/common.cu):
+- `NCCL version 2.20.3+cuda12.2`
+- `comm 0x.. rank R nRanks N nNodes M localRanks L localRank l MNNVL 0` (2.19+), or the older
+  `comm 0x.. rank R nranks N cudaDev D busId B`
+- `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_4:1/RoCE ...` (`/IB/SHARP` where SHARP is offered),
+  `NET/Socket : Using ...`, `Using network IB | Socket | AWS Libfabric`,
+  `NET/OFI Selected Provider is efa (found 32 nics)`, `NET/OFI NIC group G device #K BUSID`
+- `Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA`, `... via P2P/CUMEM`, `... via SHM/direct/direct`
+  (`Ring 00 : 3 -> 10 [send] via ...` before 2.5)
+- `NVLS multicast support is (not) available on dev D`
+- `24 coll channels, 0 collnet channels, 16 nvls channels, 32 p2p channels, 32 p2p channels per peer`
+Other lines are skipped. Several communicators (a training job) are read as the largest one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fabricsim import hardware
+from fabricsim.errors import FabricsimError
+from fabricsim.importers.machine import Gpu, Machine, Nic
+
+_MPI_TAG = re.compile(r"^(?:\[\d+(?:,\d+)*\](?:<std(?:out|err)>)?:?\s?|\s*\d+:\s)")
+_INFO = re.compile(r"^(?P<host>[^\s:]+):(?P<pid>\d+):\d+ \[(?P<dev>\d+)\] NCCL INFO (?P<msg>.*)$")
+_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+_COMM = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nRanks (\d+) nNodes (\d+) localRanks (\d+) localRank (\d+)"
+                   r"(?: MNNVL (\d))?")
+_COMM_OLD = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) nranks (\d+) cudaDev (\d+)")
+_IB_USING = re.compile(r"\[(\d+)\]([A-Za-z0-9_.]+):(\d+)/(IB|RoCE)(/SHARP)?")
+_OFI = re.compile(r"NET/OFI Selected Provider is (\S+) \(found (\d+) nics\)")
+_OFI_GROUP = re.compile(r"NET/OFI NIC group (\d+) device #(\d+) (\S+)")
+_VIA = re.compile(r"^(?:Channel|Ring) \d+(?:/\d+)? : (\d+)(?:\[\d+\])? -> (\d+)(?:\[\d+\])? (?:\[(send|receive)\] )?"
+                  r"via (.+?)\s*$")
+_NVLS = re.compile(r"NVLS multicast support is (not )?available on dev (\d+)")
+_CHANNELS = re.compile(r"(\d+) coll channels, (?:(\d+) collnet channels, )?")
+_NVLS_CHANNELS = re.compile(r"(\d+) nvls channels")
+_DEVICE = re.compile(r"^#\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
+
+
+def _fail(i: int, line: str, what: str) -> FabricsimError:
+    return FabricsimError(f"line {i}: {what}: '{line.strip()[:100]}'; give the unedited NCCL_DEBUG=INFO log")
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.version = ""
+        self.comms: dict[int, dict] = {}  # nRanks -> {nodes, local, mnnvl}
+        self.hosts: set[str] = set()
+        self.ib: dict[str, tuple[str, bool]] = {}  # name -> (layer, sharp)
+        self.socket = False
+        self.network = ""
+        self.ofi: tuple[str, int] | None = None
+        self.ofi_groups: dict[int, dict[int, str]] = {}  # group -> device # -> bus id (every rank prints them)
+        self.net_via: list[str] = []
+        self.local_via: list[str] = []
+        self.nvls: list[bool] = []
+        self.nvls_channels: list[int] = []
+        self.coll: list[int] = []
+        self.collnet: list[int] = []
+        self.devices: dict[int, tuple[str, int, str]] = {}  # rank -> (host, device, GPU name)
+
+
+def _info(log: _Log, i: int, line: str, host: str, msg: str) -> None:
+    log.hosts.add(host)
+    if (m := _VERSION.search(msg)):
+        log.version = log.version or m.group(1)
+    elif "nRanks" in msg and msg.startswith("comm "):
+        m = _COMM.search(msg)
+        if not m:
+            raise _fail(i, line, "a 'comm ... nRanks' line without rank, nRanks, nNodes and localRanks numbers")
+        n = int(m.group(2))
+        log.comms[n] = {"nodes": int(m.group(3)), "local": int(m.group(4)),
+                        "mnnvl": None if m.group(6) is None else m.group(6) == "1"}
+    elif (m := _COMM_OLD.search(msg)):
+        log.comms.setdefault(int(m.group(2)), {"nodes": 0, "local": 0, "mnnvl": None})
+    elif msg.startswith("NET/IB : Using"):
+        found = _IB_USING.findall(msg)
+        if not found and "No device" not in msg:
+            raise _fail(i, line, "a 'NET/IB : Using' line without devices like [0]mlx5_0:1/IB")
+        for _, name, port, layer, sharp in found:
+            log.ib[name if port == "1" else f"{name}:{port}"] = (layer, bool(sharp))
+    elif msg.startswith("NET/Socket : Using"):
+        log.socket = True
+    elif msg.startswith("Using network "):
+        log.network = msg.removeprefix("Using network ").strip()
+    elif (m := _OFI.search(msg)):
+        log.ofi = (m.group(1), int(m.group(2)))
+    elif (m := _OFI_GROUP.search(msg)):
+        log.ofi_groups.setdefault(int(m.group(1)), {})[int(m.group(2))] = m.group(3).lower()
+    elif msg.startswith(("Channel ", "Ring ")) and " via " in msg:
+        m = _VIA.match(msg)
+        if not m:
+            raise _fail(i, line, "a channel connection line not like 'Channel 00/0 : 0[0] -> 1[1] via P2P/IPC'")
+        (log.net_via if m.group(4).startswith("NET/") else log.local_via).append(m.group(4))
+    elif (m := _NVLS.search(msg)):
+        log.nvls.append(m.group(1) is None)
+    elif "coll channels" in msg:
+        m = _CHANNELS.search(msg)
+        if not m:
+            raise _fail(i, line, "a 'coll channels' line without a channel count")
+        log.coll.append(int(m.group(1)))
+        if m.group(2) is not None:
+            log.collnet.append(int(m.group(2)))
+        if (m := _NVLS_CHANNELS.search(msg)):
+            log.nvls_channels.append(int(m.group(1)))
+
+
+def parse(text: str, source: str) -> Machine:
+    """What an NCCL_DEBUG=INFO log says about the machine and the job."""
+    log = _Log()
+    seen_info = False
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = _MPI_TAG.sub("", raw, count=1).rstrip()
+        if (m := _INFO.match(line)):
+            seen_info = True
+            _info(log, i, line, m.group("host"), m.group("msg"))
+        elif (m := _DEVICE.match(line.lstrip())):
+            log.devices[int(m.group(1))] = (m.group(2), int(m.group(3)), m.group(4))
+        elif (m := _VERSION.search(line)) and not log.version:
+            log.version = m.group(1)  # rank 0 prints 'NCCL version ...' without the INFO prefix
+    if not seen_info:
+        raise FabricsimError("no 'NCCL INFO' lines: run with NCCL_DEBUG=INFO and give the whole log")
+    return _machine(log, source)
+
+
+def _gpu_model(name: str, notes: list[str], source: str) -> str:
+    try:
+        return hardware.get_gpu(name).name
+    except FabricsimError:
+        notes.append(f"{source}: GPU '{name}' is not in the catalog")
+        return ""
+
+
+def _machine(log: _Log, source: str) -> Machine:
+    notes: list[str] = []
+    ranks = max(log.comms) if log.comms else (max(log.devices) + 1 if log.devices else 0)
+    comm = log.comms.get(ranks, {"nodes": 0, "local": 0, "mnnvl": None})
+    if len(log.comms) > 1:
+        notes.append(f"{source}: {len(log.comms)} communicator sizes ({', '.join(map(str, sorted(log.comms)))} ranks); "
+                     f"read as the largest, {ranks} ranks")
+    dev_hosts = [h for h, _, _ in (log.devices[r] for r in sorted(log.devices))]
+    nodes = comm["nodes"] or len(set(dev_hosts)) or 0
+    local = comm["local"] or (ranks // nodes if nodes else 0)
+    gpus: tuple[Gpu, ...] = ()
+    if local:
+        first_host = dev_hosts[0] if dev_hosts else None
+        models = {d: name for (h, d, name) in log.devices.values() if h == first_host}
+        gpus = tuple(Gpu(index=g, model=_gpu_model(models[g], notes, source) if g in models else "")
+                     for g in range(local))
+    nics: list[Nic] = []
+    net_nics: tuple[str, ...] = ()
+    transport = provider = ""
+    nic_count = 0
+    if log.ib:
+        for name, (layer, sharp) in log.ib.items():
+            nics.append(Nic(name=name, link_layer="infiniband" if layer == "IB" else "ethernet",
+                            transport="ib" if layer == "IB" else "roce"))
+        net_nics = tuple(log.ib)
+        transport = "IB"
+    elif log.ofi:
+        transport = "OFI"
+        provider, nic_count = log.ofi
+        groups = [len(log.ofi_groups[g]) for g in sorted(log.ofi_groups)]
+        if groups:
+            notes.append(f"{source}: aws-ofi-nccl groups its {sum(groups)} NICs {'/'.join(map(str, sorted(set(groups))))} "
+                         f"per group, {len(groups)} groups")
+    elif log.socket or log.network == "Socket":
+        transport = "Socket"
+    if any(sharp for _, sharp in log.ib.values()):
+        notes.append(f"{source}: the NICs offer SHARP (NET/IB .../IB/SHARP)")
+    gdr = None
+    if log.net_via:
+        gdr = any(v.endswith("/GDRDMA") for v in log.net_via)
+    p2p = None
+    if log.local_via:
+        p2p = any(v.startswith("P2P/") for v in log.local_via)
+    return Machine(
+        sources=(source,), gpus=gpus, nics=tuple(nics), net_provider=provider, net_nic_count=nic_count,
+        nodes=nodes, ranks=ranks, local_ranks=local,
+        nvls=any(log.nvls) if log.nvls else (max(log.nvls_channels) > 0 if log.nvls_channels else None), mnnvl=comm["mnnvl"], gdr=gdr, p2p=p2p,
+        net=transport, net_nics=net_nics,
+        sharp=(max(log.collnet) > 0) if log.collnet else None,
+        channels=max(log.coll) if log.coll else 0, nccl_version=log.version, notes=tuple(notes),
+    )
