@@ -158,3 +158,15 @@ def test_all_to_all_beyond_the_listing_limit_is_timed_by_symmetry(capsys):
     rc, _, err = run(capsys, "perf", "alltoall", "-c", "superpod-h100", "--gpus", "2048", "-b", "1G", "-e", "1G",
                      "--algo", "pairwise")
     assert rc != 0 and "pairwise" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("gpus", ["512", "1024"])
+def test_adaptive_routing_is_not_slower_than_ecmp(capsys, gpus):
+    """Issue 12 item 3: spraying over every equal-cost uplink of a non-blocking tree never loses to one hashed path."""
+    busbw = {}
+    for routing in ("ecmp", "adaptive"):
+        rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "superpod-h100", "--gpus", gpus, "-b", "1G", "-e", "1G",
+                         "--routing", routing, "--format", "json")
+        assert rc == 0
+        busbw[routing] = json.loads(out)[0]["busbw_GBps"]
+    assert busbw["adaptive"] >= busbw["ecmp"] * (1 - 1e-9)
