@@ -220,7 +220,8 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
 
     The engine runs the channels of NCCL's own graph search for this algorithm (nccl-model.md §3.5),
     which its per-channel caps multiply (tuning.cc). A ring or tree over several nodes is built with
-    one channel per NIC rail so its channels leave each node on different NICs, as NCCL's do.
+    one channel per NIC rail so its channels leave each node on different NICs, as NCCL's do;
+    Broadcast and Reduce run on the ring graph's channels (a chain along each ring), so they too.
     """
     system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes())
     graphs = nccl_graph.search_graphs(system)
@@ -231,7 +232,7 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
         per_node = max(int(topo.features.get("gpus_per_node", structure.ranks_per_node)), 1)
         rails = max(1, min(structure.ranks_per_node, nics * structure.ranks_per_node // per_node))
     sched = 1
-    if algo == "ring" and collective in ("all_reduce", "all_gather", "reduce_scatter"):
+    if algo == "ring":
         sched = rails
     elif algo == "tree":
         sched = rails + rails % 2
