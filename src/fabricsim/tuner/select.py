@@ -146,8 +146,9 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
     ranks = np.asarray(ranks, dtype=np.int32)
     structure = schedules.structure_from_topology(topo, ranks)
     sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure)
+    rings = node_rings(topo, ranks) if algo == "ring" else ()
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
-                                        channels=sched_channels)
+                                        channels=sched_channels, rings=rings)
     channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
     net_peer_bw = None
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
@@ -214,6 +215,13 @@ _NCCL_GRAPH = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls_tree": "NVL
                "collnet_direct": "CollNetDirect", "collnet_chain": "CollNetChain", "pat": "PAT"}
 
 
+def node_rings(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """The order of one node's local ranks in each of NCCL's ring channels where its GPUs are joined by a direct
+    NVLink mesh (DGX-1): the rings NCCL's search finds there (nccl_graph.ring_orders); () elsewhere (an NVSwitch
+    or PCIe node, whose ascending and descending rings are what NCCL's search gives)."""
+    return nccl_graph.ring_orders(_nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes()))
+
+
 def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
                  structure: schedules.Structure) -> tuple[int, int]:
     """(channels the schedule is built with, channels the engine runs).
@@ -221,7 +229,9 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     The engine runs the channels of NCCL's own graph search for this algorithm (nccl-model.md §3.5),
     which its per-channel caps multiply (tuning.cc). A ring or tree over several nodes is built with
     one channel per NIC rail so its channels leave each node on different NICs, as NCCL's do;
-    Broadcast and Reduce run on the ring graph's channels (a chain along each ring), so they too.
+    Broadcast and Reduce run on the ring graph's channels (a chain along each ring), so they too. On a
+    direct NVLink mesh a ring is built with one channel per ring NCCL's search finds (`node_rings`), in
+    its proportions (a DGX-1 V100: two channels on each doubled-link ring, one on each single-link ring).
     """
     system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes())
     graphs = nccl_graph.search_graphs(system)
@@ -233,7 +243,8 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
         rails = max(1, min(structure.ranks_per_node, nics * structure.ranks_per_node // per_node))
     sched = 1
     if algo == "ring":
-        sched = rails
+        mesh = len(node_rings(topo, ranks))
+        sched = mesh * -(-rails // mesh) if mesh else rails
     elif algo == "tree":
         sched = rails + rails % 2
     elif algo == "collnet_chain":
