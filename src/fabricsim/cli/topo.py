@@ -56,8 +56,9 @@ def render(s: dict) -> str:
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines += ["", "switch parts:"]
+    part_width = max([13, *map(len, s["switch_parts"])])
     for name, p in s["switch_parts"].items():
-        lines.append(f"  {name:<13} {p['kind']:<10} x{p['chips']:<7,} {p['ports']:>3} x {p['port_bw'] / Gbit:>6,.0f} Gb/s"
+        lines.append(f"  {name:<{part_width}} {p['kind']:<10} x{p['chips']:<7,} {p['ports']:>3} x {p['port_bw'] / Gbit:>6,.0f} Gb/s"
                      f" = {p['aggregate_bw_bidir'] / Gbit / 1e3:,.1f} Tb/s both ({p['port_link']}, reduction {p['reduction']})")
     lines += ["", "link technologies:"]
     for name, lt in s["links"].items():

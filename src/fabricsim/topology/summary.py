@@ -98,7 +98,9 @@ def summarize(topo: Topology) -> dict:
     has_nvlink = bool(nvl.any())
     scaleup = float(nvl_gpu.min() if has_nvlink else host_gpu.min())
     host_bw = float(host_gpu.min())
-    pcie_bw = hardware.get_link(hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])]).pcie_link).bw
+    pcie = gpu_src & (kind == "pcie")  # the GPUs' own PCIe links as built (slower end of GPU and switch)
+    pcie_bw = (float(_per_gpu_out(topo, pcie).min()) if pcie.any()  # else (GB200: NVLink-C2C host) the GPU's rating
+               else hardware.get_link(hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])]).pcie_link).bw)
     to_fabric = (topo.dev_kind[topo.link_src] == DeviceKind.NIC) & (topo.dev_kind[topo.link_dst] == DeviceKind.FABRIC_SWITCH)
     scaleout = float(topo.link_capacity[to_fabric].sum() / topo.n_gpus)
     bisection, cut = _bisection(topo, scaleup, host_bw)
