@@ -188,3 +188,21 @@ def test_broadcast_and_reduce_across_nodes_use_every_nic(capsys, collective, ext
     assert bus >= 0.9 * gather
     nic = 48.0 if cluster[1] == "dgx-h100" else 24.0  # one NIC's GPU-side PCIe link, as NCCL counts it
     assert bus > 4 * nic
+
+
+def test_a_message_larger_than_hbm_is_reduced_as_nccl_tests_does_and_says_so(capsys):
+    """Issue 12 item 6: `-e 256T` on 80 GB GPUs ran without a word. nccl-tests reduces maxBytes to what its send,
+    receive and check buffers fit in (src/common.cu); fabricsim does the same, warns on stderr naming HBM and prints
+    nccl-tests' own 'Reducing maxBytes' line."""
+    from fabricsim.hardware import get_gpu
+    from fabricsim.hardware.memory import nccltests_max_bytes
+
+    limit = nccltests_max_bytes(get_gpu("H100"))
+    rc, out, err = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "256T", "-f", "4")
+    assert rc == 0
+    assert "HBM" in err and "H100" in err and "warning" in err
+    assert f"# Reducing maxBytes to {limit} due to memory limitation" in out
+    sizes_run = [r.size_bytes for r in parse_nccl_tests(out).rows]
+    assert max(sizes_run) <= limit and sizes_run[0] == 1 << 30
+    rc, out, err = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G")
+    assert rc == 0 and err == "" and "Reducing" not in out
