@@ -14,10 +14,9 @@ from fabricsim.tuner.nccl_graph import ring_orders, search_graphs
 from fabricsim.tuner.nccl_model import system_from_topology
 from fabricsim.tuner.nccl_ring_search import mesh_rings
 
-# NCCL 2.19.3 and 2.27.5 on 8 x V100 SXM2 in a hybrid cube-mesh, NCCL_DEBUG=INFO (github:rapatel0/ds4 commit 722699f1,
-# logs/from-cluster/sprint602/COMMANDS.md lines 22-24): channels {0,1,6,7}, {2,3,8,9}, {4,10}, {5,11}; the six search
-# channels are the first six, duplicated by ncclTopoPostset. The machine's `nvidia-smi topo -m` (same repository,
-# logs/from-cluster/sprint208-tp8/collective-doubling-128/nvlink-before.txt lines 168-175) is fabricsim's DGX-1 V100 mesh.
+# NCCL 2.19.3 on 8 x V100 SXM2 in a hybrid cube-mesh, NCCL_DEBUG=INFO (a public log, see the docstring of
+# tuner/nccl_ring_search.py): channels {0,1,6,7}, {2,3,8,9}, {4,10}, {5,11}; the six search channels are the first six,
+# duplicated by ncclTopoPostset. That machine's `nvidia-smi topo -m` is fabricsim's DGX-1 V100 mesh.
 NCCL_V100_RINGS = ((0, 3, 2, 1, 5, 6, 7, 4), (0, 3, 2, 1, 5, 6, 7, 4), (0, 4, 7, 6, 5, 1, 2, 3), (0, 4, 7, 6, 5, 1, 2, 3),
                    (0, 1, 3, 7, 5, 4, 6, 2), (0, 2, 6, 4, 5, 7, 3, 1))
 

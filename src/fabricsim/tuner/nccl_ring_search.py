@@ -20,10 +20,12 @@ NVL (direct NVLinks only):
 Not modelled: the escalation to NVB / PCI path types when no ring of direct NVLinks exists (then this
 returns no rings and the caller keeps its default orders).
 
-Checked against NCCL's own output on an 8 x V100 SXM2 hybrid cube-mesh (NCCL 2.19.3 and 2.27.5, NCCL_DEBUG=INFO,
-github:rapatel0/ds4 logs/from-cluster/sprint602/COMMANDS.md lines 22-24 and docs TP8+DCP2 campaign notes,
-commit 722699f1): channels {0,1,6,7} 0 3 2 1 5 6 7 4, {2,3,8,9} 0 4 7 6 5 1 2 3, {4,10} 0 1 3 7 5 4 6 2,
-{5,11} 0 2 6 4 5 7 3 1, i.e. six search channels (duplicated to twelve by ncclTopoPostset).
+Checked against NCCL's own output on an 8 x V100 SXM2 hybrid cube-mesh (NCCL 2.19.3, NCCL_DEBUG=INFO;
+github:rapatel0/ds4 commit 722699f1, logs/from-cluster/sprint602/COMMANDS.md lines 22-24; the machine's
+`nvidia-smi topo -m` in logs/from-cluster/sprint208-tp8/collective-doubling-128/nvlink-before.txt lines 167-175
+is fabricsim's DGX-1 V100 mesh): channels {0,1,6,7} 0 3 2 1 5 6 7 4, {2,3,8,9} 0 4 7 6 5 1 2 3,
+{4,10} 0 1 3 7 5 4 6 2, {5,11} 0 2 6 4 5 7 3 1, i.e. six search channels (duplicated to twelve by
+ncclTopoPostset), which this search returns in that order.
 """
 
 from __future__ import annotations
