@@ -74,3 +74,16 @@ def test_perf_on_dgx1_reaches_nccls_ring_bandwidth(capsys, args, nccl_busbw):
     assert rc == 0
     busbw = json.loads(capsys.readouterr().out)[0]["busbw_GBps"]
     assert busbw == pytest.approx(nccl_busbw, rel=0.05)  # was 20.0 and 9.0
+
+
+def test_across_dgx1_nodes_the_rings_leave_and_enter_on_every_nic_equally():
+    """Two DGX-1: each channel's ring is turned to leave a node on its NIC rail (4 EDR NICs, 1 per 2 GPUs), enough
+    channels for every rail to carry as many exits and entries: NCCL's model's 4 x 12 GB/s (47.8), not one NIC."""
+    topo = load_cluster("dgx1-v100", nodes=2)
+    ranks = np.arange(topo.n_gpus, dtype=np.int32)
+    rings = select.node_rings(topo, ranks)
+    assert len(rings) == 12 and sorted(map(sorted, rings)) == [list(range(8))] * 12
+    nic = lambda g: g // 2  # noqa: E731  (GPU 2k and 2k+1 share NIC k)
+    assert sorted(nic(r[-1]) for r in rings) == sorted(nic(r[0]) for r in rings) == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    choice = select.best(topo, "all_gather", 1 << 30, algos=["ring"], protos=["simple"])
+    assert choice.result.busbw / 1e9 == pytest.approx(47.8, rel=0.02)  # was 20.0

@@ -34,16 +34,17 @@ def ring_order(n: int, channel: int, ranks_per_node: int = 1, rings: Rings = ())
     """Ring order (position -> rank) of a channel.
 
     `rings`: the order inside a node of each channel's ring (local ranks, channel c uses
-    rings[c % len(rings)]), as NCCL's ring search finds it on a direct NVLink mesh; empty: one
-    node's even channels ascend and odd channels descend. Several nodes of `ranks_per_node` ranks:
-    channel c enters every node at the (c mod ranks_per_node)-th position of its node order and
-    leaves from the position before it, so the channels cross between nodes on different GPUs and
-    so on different NICs (rails), as NCCL's ring search spreads channels over the NICs (search.cc;
-    with PXN the exit GPU hands its data over NVLink to the GPU on the entry rail).
+    rings[c % len(rings)]), as NCCL's ring search finds it on a direct NVLink mesh; across nodes a
+    channel enters each node at its ring's first rank and leaves from its last. Without rings one
+    node's even channels ascend and odd channels descend, and across nodes of `ranks_per_node`
+    ranks channel c enters every node at local rank c mod ranks_per_node and leaves from the rank
+    before it, so the channels cross between nodes on different GPUs and so on different NICs
+    (rails), as NCCL's ring search spreads channels over the NICs (search.cc; with PXN the exit
+    GPU hands its data over NVLink to the GPU on the entry rail).
     """
     if 1 < ranks_per_node < n and n % ranks_per_node == 0:
-        base = np.array(rings[channel % len(rings)], dtype=np.int64) if rings else np.arange(ranks_per_node, dtype=np.int64)
-        local = np.roll(base, -(channel % ranks_per_node))
+        local = (np.array(rings[channel % len(rings)], dtype=np.int64) if rings
+                 else (channel + np.arange(ranks_per_node, dtype=np.int64)) % ranks_per_node)
         return (np.arange(n // ranks_per_node, dtype=np.int64)[:, None] * ranks_per_node + local).ravel()
     if rings and ranks_per_node == n:
         return np.array(rings[channel % len(rings)], dtype=np.int64)
@@ -54,8 +55,8 @@ def ring_order(n: int, channel: int, ranks_per_node: int = 1, rings: Rings = ())
 def _orders_text(ranks_per_node: int, rings: Rings) -> str:
     inside = ("node rings " + "; ".join(" ".join(map(str, r)) for r in dict.fromkeys(rings)) if rings
               else "one node: even channels ascending, odd descending")
-    return inside + (f"; several nodes: channel c enters each node at its c-th position (of {ranks_per_node})"
-                     if ranks_per_node > 1 else "")
+    across = "at its ring's first rank" if rings else f"at local rank c mod {ranks_per_node}"
+    return inside + (f"; several nodes: channel c enters each node {across}" if ranks_per_node > 1 else "")
 
 
 def ring(collective: str, n: int, channels: int, pipeline: int, ranks_per_node: int = 1, rings: Rings = ()) -> Schedule:
