@@ -26,7 +26,7 @@ def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, cap
     `edge_share` (default 1) is the fraction of its flow's rate each edge puts on its link.
     """
     mult = np.ones(n_flows) if mult is None else mult
-    share = np.ones(edge_flow.shape[0]) if edge_share is None else np.asarray(edge_share, dtype=np.float64)
+    share = None if edge_share is None or (edge_share == 1).all() else np.asarray(edge_share, dtype=np.float64)
     links, e_link = np.unique(edge_link, return_inverse=True)
     cap = capacity[links].astype(np.float64)
     rem = cap.copy()
@@ -38,9 +38,11 @@ def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, cap
     while True:
         e_act = active[e_flow]
         if 2 * np.count_nonzero(e_act) < e_act.shape[0]:  # drop frozen flows' edges: later passes touch fewer
-            e_flow, e_lk, e_sh = e_flow[e_act], e_lk[e_act], e_sh[e_act]
+            e_flow, e_lk = e_flow[e_act], e_lk[e_act]
+            e_sh = None if e_sh is None else e_sh[e_act]
             e_act = np.ones(e_flow.shape[0], dtype=bool)
-        load = np.bincount(e_lk[e_act], weights=mult[e_flow[e_act]] * e_sh[e_act], minlength=links.shape[0])
+        weight = mult[e_flow[e_act]] if e_sh is None else mult[e_flow[e_act]] * e_sh[e_act]
+        load = np.bincount(e_lk[e_act], weights=weight, minlength=links.shape[0])
         used = load > 0
         step = float(np.min(rem[used] / load[used]))
         if capped:
@@ -70,6 +72,8 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
     """
     n = nbytes.shape[0]
     mult = np.ones(n) if mult is None else mult
+    if edge_share is not None and (edge_share == 1).all():  # every flow on one path: plain incidence
+        edge_share = None
     cap_f = np.full(n, np.inf) if rate_cap is None else rate_cap
     persistent = np.zeros(n, dtype=bool) if persistent is None else persistent
     remaining = nbytes.astype(np.float64).copy()
