@@ -158,3 +158,51 @@ def test_all_to_all_beyond_the_listing_limit_is_timed_by_symmetry(capsys):
     rc, _, err = run(capsys, "perf", "alltoall", "-c", "superpod-h100", "--gpus", "2048", "-b", "1G", "-e", "1G",
                      "--algo", "pairwise")
     assert rc != 0 and "pairwise" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("gpus", ["512", "1024"])
+def test_adaptive_routing_is_not_slower_than_ecmp(capsys, gpus):
+    """Issue 12 item 3: spraying over every equal-cost uplink of a non-blocking tree never loses to one hashed path."""
+    busbw = {}
+    for routing in ("ecmp", "adaptive"):
+        rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "superpod-h100", "--gpus", gpus, "-b", "1G", "-e", "1G",
+                         "--routing", routing, "--format", "json")
+        assert rc == 0
+        busbw[routing] = json.loads(out)[0]["busbw_GBps"]
+    assert busbw["adaptive"] >= busbw["ecmp"] * (1 - 1e-9)
+
+
+def _busbw(capsys, *args) -> float:
+    rc, out, _ = run(capsys, "perf", *args, "-b", "1G", "-e", "1G", "--format", "json")
+    assert rc == 0
+    return json.loads(out)[0]["busbw_GBps"]
+
+
+@pytest.mark.parametrize("collective,extra", [("broadcast", ()), ("broadcast", ("-r", "3")), ("reduce", ())])
+@pytest.mark.parametrize("cluster", [("-c", "dgx-h100", "--nodes", "2"), ("-c", "dgx-a100", "--nodes", "2")])
+def test_broadcast_and_reduce_across_nodes_use_every_nic(capsys, collective, extra, cluster):
+    """Issue 12 item 1: Broadcast/Reduce chains follow the rings' channels, which leave each node on different NICs:
+    as fast as all_gather on the same nodes (not 47.8 GB/s through gpu0's PCIe link and NIC on 2 DGX H100)."""
+    bus = _busbw(capsys, collective, *cluster, *extra)
+    gather = _busbw(capsys, "all_gather", *cluster)
+    assert bus >= 0.9 * gather
+    nic = 48.0 if cluster[1] == "dgx-h100" else 24.0  # one NIC's GPU-side PCIe link, as NCCL counts it
+    assert bus > 4 * nic
+
+
+def test_a_message_larger_than_hbm_is_reduced_as_nccl_tests_does_and_says_so(capsys):
+    """Issue 12 item 6: `-e 256T` on 80 GB GPUs ran without a word. nccl-tests reduces maxBytes to what its send,
+    receive and check buffers fit in (src/common.cu); fabricsim does the same, warns on stderr naming HBM and prints
+    nccl-tests' own 'Reducing maxBytes' line."""
+    from fabricsim.hardware import get_gpu
+    from fabricsim.hardware.memory import nccltests_max_bytes
+
+    limit = nccltests_max_bytes(get_gpu("H100"))
+    rc, out, err = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "256T", "-f", "4")
+    assert rc == 0
+    assert "HBM" in err and "H100" in err and "warning" in err
+    assert f"# Reducing maxBytes to {limit} due to memory limitation" in out
+    sizes_run = [r.size_bytes for r in parse_nccl_tests(out).rows]
+    assert max(sizes_run) <= limit and sizes_run[0] == 1 << 30
+    rc, out, err = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G")
+    assert rc == 0 and err == "" and "Reducing" not in out

@@ -163,3 +163,16 @@ def test_errors_name_problem_and_fix():
     with pytest.raises(FabricsimError, match="simple"):
         nvls = build_schedule("all_reduce", "nvls", 8, structure=structure_from_topology(topo))
         simulate(topo, nvls, 1024, protocol="ll")
+
+
+def test_adaptive_routing_never_loses_to_ecmp_on_a_non_blocking_tree(fat_tree):
+    """A sprayed transfer is one flow at its NIC and PCIe links (its paths' rates stay in proportion), so spreading
+    it over every uplink of a 1:1 tree cannot be slower than one hashed path: an NVLS-tree all-reduce across two
+    scalable units (issue 12 item 3: 296.6 against 357.0 GB/s busbw at 512 GPUs when each path was its own flow)."""
+    topo = fat_tree[1.0]
+    ranks = np.arange(topo.n_gpus, dtype=np.int32)
+    sched = build_schedule("all_reduce", "nvls_tree", topo.n_gpus, structure=structure_from_topology(topo, ranks))
+    ecmp = simulate(topo, sched, 1 << 30, adaptive=False)
+    adaptive = simulate(topo, sched, 1 << 30, adaptive=True)
+    assert adaptive.time <= ecmp.time * (1 + 1e-9)
+    assert adaptive.link_bytes.sum() == pytest.approx(ecmp.link_bytes.sum())  # same bytes, spread differently

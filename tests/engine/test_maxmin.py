@@ -73,3 +73,30 @@ def test_drain_delivers_every_byte_within_capacity(case):
     assert finish.max() <= sum(nbytes[f] / cap[el[ef == f]].min() for f in range(n)) * (1 + 1e-9)
     again = drain(ef, el, nbytes, cap)
     assert np.array_equal(finish, again)  # deterministic
+
+
+def test_a_sprayed_flow_is_one_flow_at_its_shared_link():
+    # link 0 (cap 2) carries flow 0, sprayed half and half over links 1 and 2, and flow 1, which goes on over link 3:
+    # the two share link 0 equally (1 each), however many paths flow 0 is split into
+    edge_flow, edge_link = np.array([0, 0, 0, 1, 1]), np.array([0, 1, 2, 0, 3])
+    share = np.array([1.0, 0.5, 0.5, 1.0, 1.0])
+    cap = np.array([2.0, 10.0, 10.0, 10.0])
+    assert np.allclose(maxmin_rates(edge_flow, edge_link, 2, cap, edge_share=share), [1.0, 1.0])
+    # a path's share of the rate is what it puts on its link: 0.5 x rate on a link of 0.25 caps the flow at 0.5
+    cap[1] = 0.25
+    assert np.allclose(maxmin_rates(edge_flow, edge_link, 2, cap, edge_share=share), [0.5, 1.5])
+    # equal bytes then finish together (as one flow each), as on the wire
+    finish = drain(edge_flow, edge_link, np.array([4.0, 4.0]), np.array([2.0, 10.0, 10.0, 10.0]), edge_share=share)
+    assert np.allclose(finish, [4.0, 4.0])
+
+
+@settings(max_examples=100, deadline=None)
+@given(flow_sets(), st.data())
+def test_maxmin_with_shares_is_feasible_and_every_flow_has_a_bottleneck(case, data):
+    ef, el, n, cap, _ = case
+    share = np.array(data.draw(st.lists(st.floats(0.05, 1.0), min_size=ef.shape[0], max_size=ef.shape[0])))
+    rates = maxmin_rates(ef, el, n, cap, edge_share=share)
+    load = np.bincount(el, weights=rates[ef] * share, minlength=cap.shape[0])
+    assert (load <= cap * (1 + 1e-9)).all()
+    saturated = load >= cap * (1 - 1e-9)
+    assert all(saturated[el[ef == f]].any() for f in range(n))  # every flow is stopped by a full link

@@ -213,3 +213,15 @@ def test_nic_for_speed_errors():
         hardware.nic_for_speed(1600)
     with pytest.raises(FabricsimError, match="unknown network kind 'omnipath'"):
         hardware.nic_for_speed(400, "omnipath")
+
+
+def test_nccltests_buffer_limit_follows_its_reserve_rule():
+    from fabricsim.hardware.memory import GiB, fit_note, nccltests_max_bytes
+
+    h100 = hardware.get_gpu("H100")  # 80 GB: 5 x 16 GiB started, reserve capped at 4 GiB, 1 GiB more, 3 buffers
+    assert nccltests_max_bytes(h100) == (80 * 10**9 - 5 * GiB) // 3
+    assert nccltests_max_bytes(h100, datacheck=False) == (80 * 10**9 - 5 * GiB) // 2
+    p100 = hardware.get_gpu("P100")  # 16 GB: one 16 GiB block started -> 1 GiB reserve
+    assert nccltests_max_bytes(p100) == (16 * 10**9 - 2 * GiB) // 3
+    assert fit_note(h100, 1 << 30) is None
+    assert "HBM" in fit_note(h100, 1 << 48) and f"{nccltests_max_bytes(h100):,}" in fit_note(h100, 1 << 48)

@@ -69,3 +69,48 @@ def test_nccl_double_binary_tree_shapes():
     assert t1[11] == -1 and t1[3] == 11 and t1[7] == 3
     t0, t1 = dtree_parents(13)  # odd: shift by one, root 1 with child 9
     assert t1[1] == -1 and t1[9] == 1 and t1[0] == 9
+
+
+# The rings NCCL 2.19.3 and 2.27.5 find on an 8 x V100 SXM2 hybrid cube-mesh (NCCL_DEBUG=INFO; see
+# tuner/nccl_graph.mesh_rings for the source): four ring orders of the node's local ranks.
+CUBE_MESH_RINGS = ((0, 3, 2, 1, 5, 6, 7, 4), (0, 4, 7, 6, 5, 1, 2, 3), (0, 1, 3, 7, 5, 4, 6, 2), (0, 2, 6, 4, 5, 7, 3, 1))
+
+
+@pytest.mark.parametrize("collective", ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"])
+@pytest.mark.parametrize("n", [8, 24])
+def test_ring_schedules_follow_given_node_rings(collective, n):
+    """Rings given per node (one node, or three nodes of 8) still compute the collective on real numbers."""
+    rng = np.random.default_rng(n)
+    s = Structure(n, 8)
+    for channels, root in ((6, 0), (4, n - 3)):
+        sched = build_schedule(collective, "ring", n, structure=s, channels=channels, pipeline=2, root=root,
+                               rings=CUBE_MESH_RINGS)
+        for op in REDUCTIONS if collective in REDUCING else ("sum",):
+            xs = make_inputs(collective, n, 37, rng)
+            assert_same(execute(sched, xs, op), reference(collective, xs, op, root=root))
+
+
+def _chain_edges(sched) -> set[tuple[int, int, int]]:
+    """(channel, sender, receiver) of a broadcast chain's transfers that move real chunks."""
+    step = sched.steps[0]
+    M = sched.nchunks // sched.channels
+    return {(int(c) // M, int(s), int(d)) for s, d, c in zip(step.src, step.dst, step.src_chunk)}
+
+
+@pytest.mark.parametrize("n,rpn,rings", [(8, 8, ()), (16, 8, ()), (8, 8, CUBE_MESH_RINGS), (144, 72, ())])
+def test_broadcast_chains_run_along_each_channels_ring(n, rpn, rings):
+    """NCCL's broadcast sends down ring->next from the root (ncclPatternPipelineFrom): channel c's chain is channel
+    c's ring without the edge into the root, so across nodes the channels leave on different GPUs (issue 12 item 1:
+    every chain used to leave node 0 from the same GPU, through one NIC of 8)."""
+    from fabricsim.schedules.ring import ring_order
+
+    channels, root = 8, 3
+    sched = build_schedule("broadcast", "ring", n, structure=Structure(n, rpn), channels=channels, root=root, rings=rings)
+    want = set()
+    for ch in range(channels):
+        order = ring_order(n, ch, rpn, rings)
+        want |= {(ch, int(a), int(b)) for a, b in zip(order, np.roll(order, -1)) if b != root}
+    assert _chain_edges(sched) == want
+    if n > rpn:  # the chains leave the root's node from as many GPUs as there are channels
+        leave = {s for _, s, d in want if s // rpn == 0 and d // rpn != 0}
+        assert len(leave) == min(channels, rpn)

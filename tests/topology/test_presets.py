@@ -20,7 +20,7 @@ EXPECTED = {
     "hgx-h200": (8, 4, 4, 8, 4 * 18 * 25 * GB),
     "hgx-h800": (8, 4, 4, 8, 4 * 8 * 25 * GB),
     "dgx-b200": (8, 2, 4, 8, 4 * 18 * 50 * GB),
-    "dgx-b300": (8, 2, 4, 8, 4 * 18 * 50 * GB),
+    "dgx-b300": (8, 2, 8, 8, 4 * 18 * 50 * GB),  # one PCIe Gen6 switch per GPU: the one inside its CX-8
     "gb200-nvl72": (72, 18, 0, 72, 36 * 900 * GB),  # 32.4 TB/s per direction
     "gb300-nvl72": (72, 18, 0, 72, 36 * 900 * GB),
     "superpod-h100": (256, 128, 128, 256, 256 * 50 * GB / 2),  # 1:1 fat tree: half the NIC bandwidth
@@ -137,3 +137,17 @@ def test_rail_planes_at_131k_gpus():
     topo = load_cluster("superpod-h100", gpus=131072)
     assert topo.n_gpus == 131072 and topo.features["fabric_planes"] == 8
     _check_radix(topo)
+
+
+@pytest.mark.parametrize("name,gen", [("dgx1-p100", "pcie3"), ("dgx1-v100", "pcie3"), ("dgx-b300", "pcie6"),
+                                      ("dgx-h100", "pcie5"), ("dgx-a100", "pcie4")])
+def test_pcie_parts_match_the_host_generation(name, gen):
+    """Issue 12 item 6: DGX-1 (Gen3) listed a Gen4 switch part; dgx-b300 printed a Gen6 121 GB/s/dir PCIe figure from
+    the catalog while every link was Gen5. Each preset's PCIe switches, links and `topo show` figure now agree."""
+    topo = load_cluster(name)
+    s = summarize(topo)
+    pcie = {t for t, lt in s["links"].items() if lt["kind"] == "pcie"}
+    assert pcie == {gen}
+    switches = {p["port_link"] for p in s["switch_parts"].values() if p["kind"] == "pcie"}
+    assert switches == {gen}
+    assert s["pcie_bw_per_gpu"] == s["links"][gen]["bw"] == s["host_link_bw_per_gpu"]

@@ -7,9 +7,11 @@ import math
 import click
 import numpy as np
 
+from fabricsim import hardware
 from fabricsim.cli.options import engine_options, load_topology, routing_option, size_options, split_list
 from fabricsim.engine import to_perfetto
 from fabricsim.errors import FabricsimError
+from fabricsim.hardware.memory import fit_note, nccltests_max_bytes
 from fabricsim.reports.nccltests_table import (
     DTYPE_SIZES, ROOTED, PerfRow, count_for, format_csv, format_json, format_table,
 )
@@ -145,8 +147,14 @@ def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfact
         raise FabricsimError(f"root {root} is outside the {n} ranks: use -r 0..{n - 1}")
     if collective == "sendrecv" and n < 2:
         raise FabricsimError("sendrecv needs at least 2 GPUs: use a larger --nodes/--gpus")
-    size_list = sizes(parse_size(minbytes), parse_size(maxbytes), stepfactor,
-                      parse_size(stepbytes) if stepbytes is not None else None)
+    lo, hi, step = parse_size(minbytes), parse_size(maxbytes), parse_size(stepbytes) if stepbytes is not None else None
+    size_list = sizes(lo, hi, stepfactor, step)
+    gpu = hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])])
+    reduced = fit_note(gpu, hi)
+    if reduced:  # as nccl-tests: the sweep stops at what the buffers fit in HBM
+        click.echo(f"warning: {reduced}", err=True)
+        hi = nccltests_max_bytes(gpu)
+        size_list = sizes(min(lo, hi), hi, stepfactor, step)
     rows = rows_for(topo, collective, size_list, dtype=datatype, redop=redop, root=root, algos=split_list(algo),
                     protos=split_list(proto), level=level, library=library, model=model)
     perf_rows = [r for r, _ in rows]
@@ -166,6 +174,8 @@ def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfact
         click.echo(f"# fabricsim perf {collective} on {topo.name}: {n} GPUs, model {model}"
                    + (f", engine level {level}" if model == "fabricsim" else "")
                    + (f", {topo.features['routing']} routing" if topo.features.get("fabric") else ""))
+        if reduced:
+            click.echo(f"#\n# Reducing maxBytes to {hi} due to memory limitation")
         if collective == "alltoall" and n > MAX_ALLTOALL_RANKS and model == "fabricsim":
             click.echo(f"# all-to-all over more than {MAX_ALLTOALL_RANKS:,} ranks: some nodes' transfers are routed and the "
                        "rest follow by symmetry, each link carrying its class's share (hashed ECMP collisions not counted)")

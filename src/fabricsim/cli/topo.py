@@ -43,8 +43,10 @@ def render(s: dict) -> str:
         ("PCIe per GPU", f"{_bw(s['pcie_bw_per_gpu'])}/dir; host link {_bw(s['host_link_bw_per_gpu'])}/dir"),
         ("NVLink : PCIe", f"{s['nvlink_to_pcie']:.1f}x" if s["nvlink_to_pcie"] else "no NVLink"),
         ("scale-out per GPU", f"{_bw(s['scaleout_bw_per_gpu'])}/dir ({s['scaleout_bw_per_gpu'] / Gbit:,.0f} Gb/s)"),
-        ("all-to-all aggregate", f"{_bw(s['alltoall_bw'])}/dir, {_bw(s['alltoall_bw_bidir'])} both"),
-        ("bisection", f"{_bw(s['bisection_bw'])}/dir, {_bw(s['bisection_bw_bidir'])} both"),
+        ("all-to-all aggregate", f"{_bw(s['alltoall_bw'])}/dir, {_bw(s['alltoall_bw_bidir'])} both (at most; bound: {s['alltoall_bound']})"),
+        ("scale-up domain", f"{_bw(s['domain_bw'])}/dir, {_bw(s['domain_bw_bidir'])} both (one domain: "
+                            f"{min(s['gpus_per_domain'] or s['gpus'], s['gpus'])} GPUs x {_bw(s['scaleup_bw_per_gpu'])})"),
+        ("bisection", f"{_bw(s['bisection_bw'])}/dir, {_bw(s['bisection_bw_bidir'])} both ({s['bisection_cut']})"),
         ("fabric", f"{s['fabric'] or 'none'}, {s['fabric_levels']} level(s)"
                    + (f", {s['fabric_planes']} rail planes" if s["fabric_planes"] > 1 else "")),
         ("features", ", ".join(k for k, v in s["features"].items() if v) or "none"),
@@ -54,8 +56,9 @@ def render(s: dict) -> str:
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines += ["", "switch parts:"]
+    part_width = max([13, *map(len, s["switch_parts"])])
     for name, p in s["switch_parts"].items():
-        lines.append(f"  {name:<13} {p['kind']:<10} x{p['chips']:<7,} {p['ports']:>3} x {p['port_bw'] / Gbit:>6,.0f} Gb/s"
+        lines.append(f"  {name:<{part_width}} {p['kind']:<10} x{p['chips']:<7,} {p['ports']:>3} x {p['port_bw'] / Gbit:>6,.0f} Gb/s"
                      f" = {p['aggregate_bw_bidir'] / Gbit / 1e3:,.1f} Tb/s both ({p['port_link']}, reduction {p['reduction']})")
     lines += ["", "link technologies:"]
     for name, lt in s["links"].items():

@@ -1,9 +1,12 @@
 """Turn one step's traffic into flows on links: routed point-to-point transfers and in-network operations.
 
-A `FlowSet` is the solver's input: a COO flow->link incidence list plus per-flow wire bytes,
-multiplicity (identical parallel connections, e.g. NCCL channels between the same GPUs), rate cap,
-path latency and NCCL hop class. Identical transfers of a step are merged into one flow of higher
-multiplicity, which max-min fairness treats exactly like the separate flows.
+A `FlowSet` is the solver's input: a COO flow->link incidence list (with the share of the flow's rate
+each link carries) plus per-flow wire bytes, multiplicity (identical parallel connections, e.g. NCCL
+channels between the same GPUs), rate cap, path latency and NCCL hop class. Identical transfers of a
+step are merged into one flow of higher multiplicity, which max-min fairness treats exactly like the
+separate flows. A transfer routed over several weighted paths (adaptive routing) is one flow whose
+links carry its paths' weights: spraying keeps the paths' rates in proportion, and the transfer
+competes for its NIC and PCIe links as one flow, as it does on the wire.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ _ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 class FlowSet:
     edge_flow: np.ndarray  # int64, flow of each edge
     edge_link: np.ndarray  # int64, link of each edge
+    edge_share: np.ndarray  # float64, fraction of the flow's rate crossing the edge's link (its paths' weights)
     nbytes: np.ndarray  # float64 wire bytes per copy
     payload: np.ndarray  # float64 payload bytes per copy
     mult: np.ndarray  # float64 identical copies
@@ -52,7 +56,8 @@ class FlowSet:
 
     def link_bytes(self, n_links: int) -> np.ndarray:
         """Wire bytes each link carries."""
-        return np.bincount(self.edge_link, weights=(self.nbytes * self.mult)[self.edge_flow], minlength=n_links)
+        return np.bincount(self.edge_link, weights=(self.nbytes * self.mult)[self.edge_flow] * self.edge_share,
+                           minlength=n_links)
 
     def link_flows(self, n_links: int) -> np.ndarray:
         """Number of flows (counting copies) crossing each link."""
@@ -61,7 +66,7 @@ class FlowSet:
 
 def empty_flows() -> FlowSet:
     i, f = np.zeros(0, np.int64), np.zeros(0)
-    return FlowSet(i, i, f, f, f, f, f, np.zeros(0, np.int8), np.zeros(0, np.int32), np.zeros(0, np.int32))
+    return FlowSet(i, i, f, f, f, f, f, f, np.zeros(0, np.int8), np.zeros(0, np.int32), np.zeros(0, np.int32))
 
 
 def concat(sets: list[FlowSet]) -> FlowSet:
@@ -71,7 +76,7 @@ def concat(sets: list[FlowSet]) -> FlowSet:
     return FlowSet(
         edge_flow=np.concatenate([s.edge_flow + o for s, o in zip(sets, offsets)]),
         **{f: np.concatenate([getattr(s, f) for s in sets])
-           for f in ("edge_link", "nbytes", "payload", "mult", "rate_cap", "latency", "hop", "src", "dst")},
+           for f in ("edge_link", "edge_share", "nbytes", "payload", "mult", "rate_cap", "latency", "hop", "src", "dst")},
     )
 
 
@@ -99,33 +104,50 @@ def _unique_transfers(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> t
 
 def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, model: ProtocolModel,
               conns: int, pxn: bool | None, adaptive: bool) -> FlowSet:
-    """Flows of point-to-point transfers between GPU ranks, each split over `conns` parallel connections
-    and over its routed paths by their weights. Local copies (src == dst) and empty transfers are free.
-    A transfer that crosses the network is capped at `model.net_peer_bw` in all (NCCL point-to-point
-    operations stripe one peer's data over a fixed number of channels, each with a bounded rate)."""
+    """Flows of point-to-point transfers between GPU ranks, each split over `conns` parallel connections;
+    one flow per transfer, crossing its routed paths' links with their weights. Local copies (src == dst)
+    and empty transfers are free. A transfer that crosses the network is capped at `model.net_peer_bw` in
+    all (NCCL point-to-point operations stripe one peer's data over a fixed number of channels, each with a
+    bounded rate)."""
     keep = (src != dst) & (nbytes > 0)
     if not keep.any():
         return empty_flows()
     usrc, udst, ubytes, counts = _unique_transfers(src[keep], dst[keep], nbytes[keep])
     routes = routes_for(topo, usrc, udst, pxn, adaptive)
+    edge_flow, edge_link, edge_share = _transfer_edges(routes, topo.n_links)
     pair = routes.path_pair.astype(np.int64)
-    weight = routes.path_weight
-    lengths = np.diff(routes.path_ptr)
-    payload = ubytes[pair] * weight / conns
-    hop = HOP_OF_KIND[routes.path_kind]
-    rate_cap = np.where(hop == HOP_NET, model.net_peer_bw * weight / conns, np.inf)
+    first = np.flatnonzero(np.concatenate([[True], pair[1:] != pair[:-1]]))  # paths of a pair are contiguous
+    payload = ubytes / conns
+    hop = HOP_OF_KIND[routes.path_kind[first]]  # a pair's paths are all of one kind
+    rate_cap = np.where(hop == HOP_NET, model.net_peer_bw / conns, np.inf)
     return FlowSet(
-        edge_flow=np.repeat(np.arange(routes.n_paths, dtype=np.int64), lengths),
-        edge_link=routes.links.astype(np.int64),
+        edge_flow=edge_flow,
+        edge_link=edge_link,
+        edge_share=edge_share,
         nbytes=payload / model.wire_efficiency,
         payload=payload,
-        mult=(counts[pair] * conns).astype(np.float64),
+        mult=(counts * conns).astype(np.float64),
         rate_cap=rate_cap,
-        latency=routes.path_latency.astype(np.float64),
+        latency=np.bincount(pair, weights=routes.path_weight * routes.path_latency, minlength=usrc.shape[0]),
         hop=hop,
-        src=usrc[pair],
-        dst=udst[pair],
+        src=usrc,
+        dst=udst,
     )
+
+
+def _transfer_edges(routes: Routes, n_links: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flow, link, share) of every link a pair's paths cross, one edge per (pair, link) in the order the
+    paths first reach it; share = the summed weights of the pair's paths through that link."""
+    lengths = np.diff(routes.path_ptr)
+    flow = np.repeat(routes.path_pair.astype(np.int64), lengths)
+    link = routes.links.astype(np.int64)
+    share = np.repeat(routes.path_weight.astype(np.float64), lengths)
+    if routes.n_paths == routes.n_pairs:  # one path per pair: its links are already distinct
+        return flow, link, share
+    key, first, inv = np.unique(flow * n_links + link, return_index=True, return_inverse=True)
+    total = np.bincount(inv.ravel(), weights=share, minlength=key.shape[0])
+    order = np.argsort(first, kind="stable")
+    return key[order] // n_links, key[order] % n_links, total[order]
 
 
 def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes, latency: float,
@@ -135,7 +157,8 @@ def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes
     n = links.shape[0]
     payload = np.broadcast_to(np.asarray(nbytes, dtype=np.float64) / conns, (n,)).copy()
     return FlowSet(
-        edge_flow=np.arange(n, dtype=np.int64), edge_link=links.astype(np.int64), nbytes=payload, payload=payload,
+        edge_flow=np.arange(n, dtype=np.int64), edge_link=links.astype(np.int64), edge_share=np.ones(n),
+        nbytes=payload, payload=payload,
         mult=np.full(n, float(conns)), rate_cap=np.full(n, np.inf), latency=np.full(n, latency),
         hop=np.full(n, hop, dtype=np.int8), src=np.where(is_up, ends, -1).astype(np.int32),
         dst=np.where(is_up, -1, ends).astype(np.int32),

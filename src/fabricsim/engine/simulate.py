@@ -345,7 +345,8 @@ def _finish_times(topo: Topology, sets: list[FlowSet], level: str, bg: FlowSet,
         return [np.zeros(0) for _ in sets]
     if level == "flow":
         persistent = np.arange(allf.n_flows) >= n
-        finish = drain(allf.edge_flow, allf.edge_link, allf.nbytes, cap, allf.mult, allf.rate_cap, persistent)[:n]
+        finish = drain(allf.edge_flow, allf.edge_link, allf.nbytes, cap, allf.mult, allf.rate_cap, persistent,
+                       allf.edge_share)[:n]
     else:
         jobs = concat(sets)
         share = cap.copy()

@@ -42,7 +42,8 @@ _LINK_ALIASES = {
 _SWITCH_ALIASES = {
     "qm8700": ("qm8790", "quantum"), "qm9700": ("qm9790", "quantum-2"), "q3400": ("q3400-ra", "quantum-x800"),
     "sb7800": ("sb7890", "switch-ib 2"), "sn5600": ("spectrum-4",),
-    "pcie-switch4": ("pex88096", "pex88000"), "pcie-switch5": ("pex89144", "pex89000"),
+    "pcie-switch3-64": ("pex8764",), "pcie-switch4": ("pex88096", "pex88000"), "pcie-switch5": ("pex89144", "pex89000"),
+    "cx8-pcie-switch": ("connectx-8 pcie switch",),
     **{f"nvswitch{g}": (f"nvswitch gen{g}", f"nvswitch{g}.0") for g in (1, 2, 3, 4)},
 }
 _NIC_ALIASES = {

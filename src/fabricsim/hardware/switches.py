@@ -76,6 +76,12 @@ def _switches() -> list[Switch]:
                       "switch of dual-GPU Gen3 boards and servers; 150 ns port to port is the PLX Gen3 family "
                       "figure as commonly quoted [U]",
                notes="Gen3 consumer and workstation GPU servers (e.g. 2x RTX 2080 Ti behind one switch)"),
+        Switch("pcie-switch3-64", "pcie", 4, "pcie3", 150e-9, "none",
+               source="PCIe Gen3 switch with four x16 ports (64 lanes, Broadcom/PLX PEX8764 class): a DGX-1 hangs two "
+                      "GPUs and one EDR NIC under each of its 4 PCIe switches with a x16 host uplink (hardware.md s7a, "
+                      "servethehome HC32 [S]); P100 / V100 and the Broadwell host are PCIe Gen3 x16 (hardware.md s1b); "
+                      "the exact part is not verified [U]; 150 ns as the PLX Gen3 family [U]",
+               notes="DGX-1 P100 / V100"),
         Switch("pcie-switch4", "pcie", 6, "pcie4", 105e-9, "none",
                source="Broadcom PEX88096 class (PCIe Gen4, 96 lanes = 6 x16 ports): 105 ns cut-through between "
                       "x16 ports (Broadcom claim via Linley Group newsletter 2019-09 [S])",
@@ -86,6 +92,13 @@ def _switches() -> list[Switch]:
                       "PEX89144, HighPoint Rocket 1600 'the 115ns advantage' [S])",
                notes="PCIe switches on HGX/DGX H100-class baseboards and Gen5 servers; exact DGX part not "
                      "verified [U]"),
+        Switch("cx8-pcie-switch", "pcie", 3, "pcie6", 115e-9, "none",
+               source="the PCIe Gen6 switch inside a ConnectX-8 SuperNIC: 48 lanes = 3 x16 ports (GPU, the NIC, host "
+                      "uplink); one CX-8 per GPU in HGX / DGX B300 and GB300 NVL72 (docs.nvidia.com ConnectX-8 release "
+                      "notes [V]; acecloud, rillor [S]; hardware.md s5d), the B300's host link runs Gen6 through it "
+                      "(Klockwood-B300 [S], hardware.md s1b, conflict #11); port-to-port latency not published, the "
+                      "Gen5 switch's 115 ns assumed [U]; the x86 host side of the uplink is not verified [U]",
+               notes="DGX B300: 8 per node, each with one GPU and its CX-8 NIC"),
     ]
 
 

@@ -92,7 +92,6 @@ def applicable(collective: str, structure: Structure) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=256)
 def build_schedule(
     collective: str,
     algorithm: str,
@@ -102,11 +101,26 @@ def build_schedule(
     root: int = 0,
     channels: int = 1,
     pipeline: int = 1,
+    rings=(),
 ) -> Schedule:
     """The schedule of `algorithm` for `collective` over `nranks` ranks (cached by arguments).
     `structure` defaults to one rank per node without in-network reduction; `channels` applies
     to ring (k rings) and tree (rounded up to even); `pipeline` cuts ring, chain and tree
-    algorithms into that many sequential (ring) or pipelined (trees, chains) chunks."""
+    algorithms into that many sequential (ring) or pipelined (trees, chains) chunks. `rings`:
+    for ring algorithms (broadcast and reduce included), the order of one node's local ranks in
+    each channel's ring (channel c uses rings[c % len(rings)]), e.g. the rings NCCL's search finds
+    on a DGX-1 cube-mesh; empty: ascending and descending rings."""
+    try:
+        rings = tuple(tuple(int(r) for r in order) for order in rings)
+    except (TypeError, ValueError):
+        raise FabricsimError(f"rings={rings!r} must be a sequence of rank orders (sequences of local ranks), "
+                             "one per channel") from None
+    return _build(collective, algorithm, nranks, structure, root, channels, pipeline, rings)
+
+
+@lru_cache(maxsize=256)
+def _build(collective: str, algorithm: str, nranks: int, structure: Structure | None, root: int, channels: int,
+           pipeline: int, rings: tuple[tuple[int, ...], ...]) -> Schedule:
     if nranks < 1:
         raise FabricsimError(f"a collective needs at least one rank, got nranks={nranks}")
     if channels < 1 or pipeline < 1:
@@ -114,12 +128,14 @@ def build_schedule(
     s = structure if structure is not None else flat(nranks)
     if s.nranks != nranks:
         raise FabricsimError(f"the structure describes {s.nranks} ranks but nranks={nranks}: build it for {nranks}")
+    if rings:
+        ring.check_rings(rings, s.ranks_per_node)
     check(collective, algorithm, s)
     if collective in ("broadcast", "reduce"):
         _need(0 <= root < nranks, f"root {root} is outside ranks 0..{nranks - 1}: pick a root among the ranks")
-        return ring.chain(collective, nranks, root, channels, pipeline)
+        return ring.chain(collective, nranks, root, channels, pipeline, s.ranks_per_node, rings)
     if algorithm == "ring":
-        return ring.ring(collective, nranks, channels, pipeline, s.ranks_per_node)
+        return ring.ring(collective, nranks, channels, pipeline, s.ranks_per_node, rings)
     if algorithm == "tree":
         return trees.tree(s, channels, pipeline)
     if algorithm == "rabenseifner":
@@ -148,3 +164,6 @@ def build_schedule(
     if algorithm == "direct":
         return alltoall.direct(nranks, s.ranks_per_node if rotated else None)
     return alltoall.pairwise(nranks)
+
+
+build_schedule.cache_clear = _build.cache_clear  # the cache lives on the normalised call

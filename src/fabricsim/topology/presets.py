@@ -79,13 +79,14 @@ def _pcie(name, gpu, switch, nic, gbps, nics, p2p, gpudirect) -> ClusterSpec:
                        pcie_switches_per_node=4, pcie_switch=switch, leaf_switch="sn5600", spine_switch="sn5600")
 
 
-def _dgx(name, gpu, chips, nic, gbps, switch, pcie_switch="pcie-switch5", su_nodes=32, **kw) -> ClusterSpec:
+def _dgx(name, gpu, chips, nic, gbps, switch, pcie_switch="pcie-switch5", su_nodes=32, pcie_switches=4,
+         **kw) -> ClusterSpec:
     # DGX/HGX 8-GPU board: one NIC per GPU on the GPU's PCIe switch (4 switches, 2 GPUs + 2 NICs each,
     # DGX H100 user guide port map, hardware.md §7a), rail-optimised InfiniBand (NV-H100-RA, §7c).
     return ClusterSpec(name=name, gpu=gpu, nodes=1, gpus_per_node=8, scaleup="nvswitch", domain_size=8,
                        nvswitch_chips=chips, nics_per_node=8, nic=nic, nic_gbps=gbps, fabric="infiniband",
-                       rail_optimized=True, pcie_switches_per_node=4, pcie_switch=pcie_switch, su_nodes=su_nodes,
-                       leaf_switch=switch, spine_switch=switch, **kw)
+                       rail_optimized=True, pcie_switches_per_node=pcie_switches, pcie_switch=pcie_switch,
+                       su_nodes=su_nodes, leaf_switch=switch, spine_switch=switch, **kw)
 
 
 def _nvl72(name, gpu, nic, gbps, switch, su_nodes=144) -> ClusterSpec:
@@ -98,10 +99,10 @@ def _nvl72(name, gpu, nic, gbps, switch, su_nodes=144) -> ClusterSpec:
                        su_nodes=su_nodes, leaf_switch=switch, spine_switch=switch)
 
 
-# DGX-1: hybrid cube-mesh, 4 PCIe switches (2 GPUs + 1 NIC each), one EDR 100G NIC per 2 GPUs
-# (servethehome HC32, hardware.md §7a); Gen3 host, Gen4-class switch part runs at Gen3.
+# DGX-1: hybrid cube-mesh, 4 PCIe Gen3 switches (2 GPUs + 1 NIC each), one EDR 100G NIC per 2 GPUs
+# (servethehome HC32, hardware.md §7a); P100 / V100 host links are Gen3 x16 (§1b).
 _DGX1 = dict(gpus_per_node=8, nodes=1, scaleup="nvlink-mesh", domain_size=8, nics_per_node=4, nic="cx5",
-             nic_gbps=100.0, fabric="infiniband", pcie_switches_per_node=4, pcie_switch="pcie-switch4",
+             nic_gbps=100.0, fabric="infiniband", pcie_switches_per_node=4, pcie_switch="pcie-switch3-64",
              leaf_switch="sb7800", spine_switch="sb7800")
 
 _H100 = _dgx("dgx-h100", "H100", 4, "cx7", 400.0, "qm9700", nvls=True)  # 4 NVSwitch3 (§3a)
@@ -131,10 +132,11 @@ PRESETS: dict[str, tuple[str, Callable[..., ClusterSpec]]] = {
                  _server("hgx-h800", replace(_H100, name="hgx-h800", gpu="H800"))),
     "dgx-b200": ("DGX B200: 8x B200 on 2 NVSwitch4 (18 NVLink5 each), 8x NDR 400G rail-optimised (QM9700)",
                  _server("dgx-b200", _B200)),
-    # DGX B300: 8x CX-8 XDR 800G on Quantum-X800 Q3400 (NV-B300-RA XDR variant, hardware.md §7a/§7b).
-    "dgx-b300": ("DGX B300: 8x B300 on 2 NVSwitch4, 8x CX-8 XDR 800G rail-optimised (Q3400)",
+    # DGX B300: 8x CX-8 XDR 800G on Quantum-X800 Q3400 (NV-B300-RA XDR variant, hardware.md §7a/§7b); each GPU on
+    # the PCIe Gen6 switch inside its own CX-8 (hardware.md §1b, §5d).
+    "dgx-b300": ("DGX B300: 8x B300 on 2 NVSwitch4, 8x CX-8 XDR 800G rail-optimised (Q3400), PCIe Gen6 through each CX-8",
                  _server("dgx-b300", _dgx("dgx-b300", "B300", 2, "cx8", 800.0, "q3400", su_nodes=72,
-                                          nvls=True))),
+                                          pcie_switch="cx8-pcie-switch", pcie_switches=8, nvls=True))),
     "gb200-nvl72": ("GB200 NVL72: 72 GPUs/rack (18 trays x 4 + 2 Grace), 18 NVSwitch4 chips, CX-7 NDR 400G per GPU; nodes = trays",
                     _rack("gb200-nvl72", _GB200)),
     "gb300-nvl72": ("GB300 NVL72: 72 GPUs/rack, 18 NVSwitch4 chips, CX-8 XDR 800G per GPU (Q3400); nodes = trays",

@@ -24,8 +24,11 @@ def _per_gpu_out(topo: Topology, mask: np.ndarray) -> np.ndarray:
     return out[topo.gpu_device]
 
 
-def _bisection(topo: Topology, scaleup: float, host: float) -> float:
-    """Min cut (bytes/s per direction) between two halves of the GPUs.
+_TIERS = ("NIC -> leaf links", "leaf -> spine links", "spine -> core links")
+
+
+def _bisection(topo: Topology, scaleup: float, host: float) -> tuple[float, str]:
+    """Min cut (bytes/s per direction) between two halves of the GPUs, and what it cuts.
 
     Several NVLink domains: the halves split along domains, so the cut is the narrowest fat-tree
     tier (NIC->leaf, leaf->spine, spine->core) carrying half its uplink capacity. One domain:
@@ -40,10 +43,13 @@ def _bisection(topo: Topology, scaleup: float, host: float) -> float:
     going_up = fabric & (topo.dev_level[dst] > np.where(kinds[src] == DeviceKind.FABRIC_SWITCH, topo.dev_level[src], 0))
     np.add.at(up, from_level[going_up], topo.link_capacity[going_up])
     if np.unique(topo.gpu_domain).size > 1:
-        tiers = up[up > 0]
-        return float(tiers.min() / 2) if tiers.size else 0.0
+        used = np.flatnonzero(up[:3] > 0)
+        if not used.size:
+            return 0.0, "no fabric"
+        tier = int(used[np.argmin(up[used])])
+        return float(up[tier] / 2), _TIERS[tier]
     if (kinds == DeviceKind.NVSWITCH).any():
-        return n // 2 * scaleup
+        return n // 2 * scaleup, "NVSwitch (half the GPUs' NVLinks)"
     gg = (kinds[src] == DeviceKind.GPU) & (kinds[dst] == DeviceKind.GPU)
     if gg.any():
         cap = np.zeros((n, n))
@@ -53,15 +59,36 @@ def _bisection(topo: Topology, scaleup: float, host: float) -> float:
             a = np.zeros(n, bool)
             a[[0, *half]] = True
             best = min(best, cap[np.ix_(a, ~a)].sum())
-        return float(best)
+        return float(best), "NVLink mesh (narrowest balanced cut)"
     cc = (kinds[src] == DeviceKind.CPU) & (kinds[dst] == DeviceKind.CPU)
     socket = topo.link_capacity[cc][0::2].sum() if cc.any() else np.inf
-    return float(min(socket, n // 2 * host))
+    if socket <= n // 2 * host:
+        return float(socket), "CPU socket link"
+    return float(n // 2 * host), "half the GPUs' PCIe links"
+
+
+def _alltoall(n: int, domain: int, scaleup: float, scaleout: float, bisection: tuple[float, str]) -> tuple[float, str]:
+    """Upper bound (bytes/s per direction, summed over GPUs) on a uniform all-to-all, and what bounds it.
+
+    Every GPU sends 1/(n-1) of its traffic to each peer: (domain-1)/(n-1) of it over its scale-up links,
+    (n-domain)/(n-1) through the scale-out NICs, and between two halves n^2/(4(n-1)) GPUs' worth of traffic
+    crosses the bisection. The aggregate is n x the fastest per-GPU rate all three allow."""
+    if n < 2:
+        return 0.0, "one GPU"
+    bounds = []
+    if domain > 1:
+        bounds.append((n * scaleup * (n - 1) / (domain - 1), "scale-up links per GPU"))
+    if n > domain:
+        bounds.append((n * scaleout * (n - 1) / (n - domain), "scale-out NICs per GPU"))
+    cut, what = bisection
+    bounds.append((4 * cut * (n - 1) / n, f"bisection: {what}"))
+    return min(bounds, key=lambda b: b[0])
 
 
 def summarize(topo: Topology) -> dict:
-    """GPU count, per-GPU scale-up / host / scale-out bandwidth, aggregate all-to-all and bisection
-    bandwidth, switch counts per tier and part, link technologies with counts."""
+    """GPU count, per-GPU scale-up / host / scale-out bandwidth, the all-to-all aggregate (bounded by the
+    GPUs' links and the fabric, with what bounds it), one NVLink domain's aggregate scale-up bandwidth,
+    bisection bandwidth (and the cut), switch counts per tier and part, link technologies with counts."""
     kind = _tech_kind(topo)
     gpu_src = topo.dev_kind[topo.link_src] == DeviceKind.GPU
     nvl = gpu_src & np.isin(kind, _SCALEUP_KINDS)
@@ -71,10 +98,14 @@ def summarize(topo: Topology) -> dict:
     has_nvlink = bool(nvl.any())
     scaleup = float(nvl_gpu.min() if has_nvlink else host_gpu.min())
     host_bw = float(host_gpu.min())
-    pcie_bw = hardware.get_link(hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])]).pcie_link).bw
+    pcie = gpu_src & (kind == "pcie")  # the GPUs' own PCIe links as built (slower end of GPU and switch)
+    pcie_bw = (float(_per_gpu_out(topo, pcie).min()) if pcie.any()  # else (GB200: NVLink-C2C host) the GPU's rating
+               else hardware.get_link(hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])]).pcie_link).bw)
     to_fabric = (topo.dev_kind[topo.link_src] == DeviceKind.NIC) & (topo.dev_kind[topo.link_dst] == DeviceKind.FABRIC_SWITCH)
     scaleout = float(topo.link_capacity[to_fabric].sum() / topo.n_gpus)
-    bisection = _bisection(topo, scaleup, host_bw)
+    bisection, cut = _bisection(topo, scaleup, host_bw)
+    domain = int(topo.features.get("gpus_per_domain", 0)) or topo.n_gpus
+    alltoall, bound = _alltoall(topo.n_gpus, min(domain, topo.n_gpus), scaleup, scaleout, (bisection, cut))
     scaleup_techs = sorted({topo.techs[t] for t in np.unique(topo.link_tech[nvl if has_nvlink else host])})
 
     fs = topo.dev_kind == DeviceKind.FABRIC_SWITCH
@@ -117,10 +148,14 @@ def summarize(topo: Topology) -> dict:
         "nvlink_to_pcie": float(nvl_gpu.min() / pcie_bw) if has_nvlink else 0.0,
         "scaleout_bw_per_gpu": scaleout,
         "scaleout_bw_per_gpu_bidir": 2 * scaleout,
-        "alltoall_bw": topo.n_gpus * scaleup,
-        "alltoall_bw_bidir": 2 * topo.n_gpus * scaleup,
+        "alltoall_bw": alltoall,
+        "alltoall_bw_bidir": 2 * alltoall,
+        "alltoall_bound": bound,
+        "domain_bw": min(domain, topo.n_gpus) * scaleup,
+        "domain_bw_bidir": 2 * min(domain, topo.n_gpus) * scaleup,
         "bisection_bw": bisection,
         "bisection_bw_bidir": 2 * bisection,
+        "bisection_cut": cut,
         "fabric": topo.features.get("fabric"),
         "fabric_levels": int(topo.features.get("fabric_levels", 0)),
         "fabric_planes": int(topo.features.get("fabric_planes", 0)),

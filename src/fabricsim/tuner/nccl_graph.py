@@ -14,6 +14,7 @@ from functools import lru_cache
 
 from fabricsim.errors import FabricsimError
 from fabricsim.engine import nccl_constants as K
+from fabricsim.tuner.nccl_ring_search import mesh_rings
 
 CPU_VENDORS = ("intel", "amd", "arm")
 
@@ -24,6 +25,8 @@ class NcclSystem:
 
     nvlink_bw_per_gpu: NVLinks x per-link bw (18/20/20.6/40.1, see nccl_constants.nvlink_bw_per_link); 0 if none.
     nvlink_peer_bw: best single GPU->GPU NVLink path without NVSwitch (DGX-1 mesh); None = nvlink_bw_per_gpu.
+    nvlink_mesh: NVLinks between each pair of one node's GPUs when more than two are joined directly, without an
+    NVSwitch (the DGX-1 cube-mesh), in NCCL's GPU order; () otherwise. NCCL's ring search runs on it (`ring_orders`).
     pcie_bw: GPU's PCIe link, width x code / 80 (x16: Gen3 12, Gen4 24, Gen5 48).
     nic_bw: per NIC, speed_Mbps / 8000 (400G -> 50). latency_inter_us: net plugin latency (IB reports 0).
     intra_type: 'nvl' if GPUs reach each other over NVLink, else 'pci'. inter_type: GPU->NIC path type
@@ -47,6 +50,7 @@ class NcclSystem:
     latency_inter_us: float = 0.0
     nvlink_peer_bw: float | None = None
     collnet_ag_rs: bool = False  # the CollNet plugin implements iallgather / ireducescatter
+    nvlink_mesh: tuple[tuple[int, ...], ...] = ()
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -171,9 +175,22 @@ def _dup(graph: NcclGraph, pattern: str, compcap: int) -> NcclGraph:
                      graph.latency_inter, graph.same_channels, graph.max_channels)
 
 
+def ring_orders(system: NcclSystem) -> tuple[tuple[int, ...], ...]:
+    """The rings NCCL's search finds inside one node of a direct NVLink mesh (local GPU orders, one per search
+    channel, `nccl_ring_search.mesh_rings`); () when the node has an NVSwitch, PCIe only, or two GPUs."""
+    if not system.nvlink_mesh:
+        return ()
+    return mesh_rings(system.nvlink_mesh, system.compcap, system.pcie_bw, K.MAXCHANNELS // 2)[0]
+
+
 def _compute(system: NcclSystem, pattern: str, min_ch: int, max_ch: int) -> NcclGraph:
-    """ncclTopoCompute's control flow over the capacity oracle `_count`."""
+    """ncclTopoCompute's control flow over the capacity oracle `_count`; on one node of a direct NVLink mesh the
+    ring graph is the real search's (`ring_orders`)."""
     inter = system.n_nodes > 1
+    if pattern == "ring" and system.nvlink_mesh and not inter:
+        rings, bw, same = mesh_rings(system.nvlink_mesh, system.compcap, system.pcie_bw, max_ch)
+        if rings:
+            return NcclGraph(len(rings), bw, bw, "nvl", system.inter_type, system.latency_inter_us, same, max_ch)
     speeds = _speeds(system.compcap, inter)
     max_bw, total_bw = _max_total_bw(system)
     ndevs = system.ppn

@@ -37,6 +37,24 @@ def _pcie_bw(tech_name: str) -> float:
     return _PCIE_X16_GBPS[int(m.group(1))]
 
 
+def _nvlink_mesh(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """NVLinks between each pair of the first NVLink domain's ranks when they are joined directly (no NVSwitch)
+    and more than two (with two, every ring is the same ring); () otherwise. Ranks in order: NCCL's GPU order."""
+    local = ranks[topo.gpu_domain[ranks] == topo.gpu_domain[ranks[0]]]
+    if local.size <= 2:
+        return ()
+    dev = topo.gpu_device[local].astype(np.int64)
+    index = np.full(topo.n_devices, -1, dtype=np.int64)
+    index[dev] = np.arange(local.size)
+    a, b = index[topo.link_src], index[topo.link_dst]
+    direct = np.flatnonzero((a >= 0) & (b >= 0))
+    if direct.size == 0:
+        return ()
+    mesh = np.zeros((local.size, local.size), dtype=np.int64)
+    np.add.at(mesh, (a[direct], b[direct]), topo.link_count[direct].astype(np.int64))
+    return tuple(tuple(int(x) for x in row) for row in mesh)
+
+
 def system_from_topology(topo: Topology, ranks: np.ndarray | None = None) -> NcclSystem:
     """The NcclSystem of a communicator over `ranks` (default: every GPU) of `topo`.
 
@@ -89,5 +107,6 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None) -> Ncc
         collnet_support=bool(features.get("sharp")), cpu_vendor=vendor,
         intra_type="nvl" if n_links else "pci",
         inter_type="pxb" if features.get("gpudirect", True) else "phb",
-        nvlink_peer_bw=peer, source=f"topology {topo.name}",
+        nvlink_peer_bw=peer, nvlink_mesh=_nvlink_mesh(topo, ranks) if peer is not None else (),
+        source=f"topology {topo.name}",
     )

@@ -10,6 +10,7 @@ as NCCL_ALGO / NCCL_PROTO do.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -146,8 +147,9 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
     ranks = np.asarray(ranks, dtype=np.int32)
     structure = schedules.structure_from_topology(topo, ranks)
     sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure)
+    rings = node_rings(topo, ranks) if algo == "ring" else ()
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
-                                        channels=sched_channels)
+                                        channels=sched_channels, rings=rings)
     channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
     net_peer_bw = None
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
@@ -214,25 +216,83 @@ _NCCL_GRAPH = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls_tree": "NVL
                "collnet_direct": "CollNetDirect", "collnet_chain": "CollNetChain", "pat": "PAT"}
 
 
+def _rails(topo: Topology, structure: schedules.Structure) -> int:
+    """NICs the ranks of one node reach on their own rails (1 on one node)."""
+    if structure.nnodes <= 1:
+        return 1
+    nics = int(topo.features.get("nics_per_node", 1) or 1)
+    per_node = max(int(topo.features.get("gpus_per_node", structure.ranks_per_node)), 1)
+    return max(1, min(structure.ranks_per_node, nics * structure.ranks_per_node // per_node))
+
+
+def node_rings(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """The order of one node's local ranks in each ring channel where its GPUs are joined by a direct NVLink mesh
+    (DGX-1): the rings NCCL's search finds there (nccl_graph.ring_orders); () elsewhere (an NVSwitch or PCIe node,
+    whose ascending and descending rings are what NCCL's search gives). Across nodes each channel's ring is turned
+    to leave the node from a GPU on the channel's NIC rail, the rails taken in turn, and where it can to enter the
+    next node on every rail equally often too, with enough channels (the least common multiple of rings and rails)
+    for every ring to use every rail equally: NCCL's own multi-node search starts and ends each channel at a NIC
+    (search.cc backToNet); its exact multi-node rings are not modelled."""
+    ranks = np.asarray(ranks, dtype=np.int32)
+    rings = nccl_graph.ring_orders(_nccl_system(topo, ranks.tobytes()))
+    structure = schedules.structure_from_topology(topo, ranks)
+    rails = _rails(topo, structure)
+    if not rings or rails <= 1:
+        return rings
+    rpn = structure.ranks_per_node
+    rail = topo.dev_local[topo.gpu_nic[ranks[:rpn]]]  # each local rank's NIC rail
+    rail = rail * rails // max(int(rail.max()) + 1, 1)
+    n = math.lcm(len(rings), rails)
+    chans = [rings[c % len(rings)] for c in range(n)]
+    # per channel, the positions of the GPUs on its rail (c mod rails) it may leave from, and the rail of the entry
+    # GPU (the ring successor) each would give the next node; the first choice in order that enters every rail
+    # equally often, as it leaves every rail equally often (small: two GPUs per rail, a dozen channels)
+    options = [[(i, int(rail[ring[(i + 1) % rpn]])) for i, g in enumerate(ring) if rail[g] == c % rails]
+               for c, ring in enumerate(chans)]
+    pick = _balanced(options, rails, -(-n // rails)) or [opts[0][0] for opts in options]
+    return tuple(ring[pos + 1:] + ring[:pos + 1] for ring, pos in zip(chans, pick))  # the exit GPU last
+
+
+def _balanced(options: list[list[tuple[int, int]]], rails: int, limit: int) -> list[int] | None:
+    """One (position, entry rail) choice per channel with at most `limit` entries on any rail (depth first, in
+    order); None when there is none."""
+    entries = [0] * rails
+    chosen: list[int] = []
+
+    def go(c: int) -> bool:
+        if c == len(options):
+            return True
+        for pos, entry in options[c]:
+            if entries[entry] < limit:
+                entries[entry] += 1
+                chosen.append(pos)
+                if go(c + 1):
+                    return True
+                chosen.pop()
+                entries[entry] -= 1
+        return False
+
+    return chosen if go(0) else None
+
+
 def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
                  structure: schedules.Structure) -> tuple[int, int]:
     """(channels the schedule is built with, channels the engine runs).
 
     The engine runs the channels of NCCL's own graph search for this algorithm (nccl-model.md §3.5),
     which its per-channel caps multiply (tuning.cc). A ring or tree over several nodes is built with
-    one channel per NIC rail so its channels leave each node on different NICs, as NCCL's do.
+    one channel per NIC rail so its channels leave each node on different NICs, as NCCL's do;
+    Broadcast and Reduce run on the ring graph's channels (a chain along each ring), so they too. On a
+    direct NVLink mesh a ring is built with one channel per ring of `node_rings`, in NCCL's proportions
+    (a DGX-1 V100: two channels on each doubled-link ring, one on each single-link ring).
     """
     system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes())
     graphs = nccl_graph.search_graphs(system)
     channels = graphs[_NCCL_GRAPH.get(algo, "Ring")].n_channels or graphs["Ring"].n_channels
-    rails = 1
-    if structure.nnodes > 1:  # NICs the ranks of one node reach on their own rails
-        nics = int(topo.features.get("nics_per_node", 1) or 1)
-        per_node = max(int(topo.features.get("gpus_per_node", structure.ranks_per_node)), 1)
-        rails = max(1, min(structure.ranks_per_node, nics * structure.ranks_per_node // per_node))
+    rails = _rails(topo, structure)
     sched = 1
-    if algo == "ring" and collective in ("all_reduce", "all_gather", "reduce_scatter"):
-        sched = rails
+    if algo == "ring":
+        sched = len(node_rings(topo, ranks)) or rails
     elif algo == "tree":
         sched = rails + rails % 2
     elif algo == "collnet_chain":
