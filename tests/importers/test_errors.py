@@ -107,3 +107,11 @@ def test_corrupted_fixtures_only_raise_fabricsim_errors(name, at, junk):
         FORMATS[fmt](text[:at] + junk + text[at + len(junk):], "fuzz")
     except FabricsimError:
         pass
+
+
+def test_corrupt_nvlink_tclass_is_a_clear_error(tmp_path):
+    """An NVLink's tclass that is not hex (a corrupted dump) names the attribute, as the pci class does."""
+    text = (FIX / "xml/ibm-vpc-h100-topo.xml").read_text().replace('tclass="0x068000"', 'tclass="1x068000"', 1)
+    p = _write(tmp_path, "bad.xml", text)
+    with pytest.raises(FabricsimError, match=r"tclass '1x068000', not a hex PCI class"):
+        read_machine(p)

@@ -41,13 +41,14 @@ def _nic_model(el: ET.Element) -> str:
     return MELLANOX_NICS.get(dev, "") if dev is not None else ""
 
 
-def _class(el: ET.Element) -> int:
-    text = el.get("class", "")
+def _class(el: ET.Element, attr: str = "class") -> int:
+    """A hex PCI class attribute ('0x030200' -> 0x0302); -1 when absent."""
+    text = el.get(attr, "")
     try:
-        return int(text, 16) >> 8 if text else -1  # '0x030200' -> 0x0302
+        return int(text, 16) >> 8 if text else -1
     except ValueError:
-        raise FabricsimError(f"pci {el.get('busid', '?')} has class '{text}', not a hex PCI class like 0x030200: "
-                             "fix the attribute") from None
+        raise FabricsimError(f"{el.tag} {el.get('busid', el.get('target', '?'))} has {attr} '{text}', not a hex PCI "
+                             "class like 0x030200: fix the attribute") from None
 
 
 def _gts(text: str | None) -> float:
@@ -100,9 +101,8 @@ def _walk_pci(el: ET.Element, numa: int | None, top: str, parent: str, acc: _Wal
         acc.gpus.append(gpu)
         acc.parent[busid] = parent
         for link in (gpu_el.findall("nvlink") if gpu_el is not None else []):
-            tclass = link.get("tclass", "")
             acc.nvlinks.append((busid, _busid(link.get("target", "")), _int(link, "count", 1),
-                                int(tclass, 16) >> 8 if tclass else -1))
+                                _class(link, "tclass")))
         return
     nic_el = el.find("nic")
     if nic_el is not None:
