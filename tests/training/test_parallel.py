@@ -49,9 +49,13 @@ def test_ep_rules():
     m = MODELS["mixtral-8x7b"]
     with pytest.raises(FabricsimError, match="divide the 8 experts"):
         P.validate(m, P.Parallelism(tp=1, pp=1, dp=6, ep=3, global_batch=6), 6, 8)
-    with pytest.raises(FabricsimError, match="dp\\*cp"):
-        P.validate(m, P.Parallelism(tp=2, pp=1, dp=2, ep=4, global_batch=2), 4, 8)
+    with pytest.raises(FabricsimError, match="ep\\*etp = 8\\*1 must divide tp\\*cp\\*dp = 4"):
+        P.validate(m, P.Parallelism(tp=2, pp=1, dp=2, ep=8, global_batch=2), 4, 8)
+    # MoE parallel folding: EP spans TP x DP (Megatron-Core expert RankGenerator), so ep 4 fits tp 2 x dp 2
+    P.validate(m, P.Parallelism(tp=2, pp=1, dp=2, ep=4, global_batch=2), 4, 8)
     P.validate(m, P.Parallelism(tp=2, pp=1, dp=8, ep=8, global_batch=8), 16, 8)
+    with pytest.raises(FabricsimError, match="etp=3 does not divide"):
+        P.validate(m, P.Parallelism(tp=1, pp=1, dp=6, ep=2, etp=3, global_batch=6), 6, 8)
 
 
 def test_memory_error_says_by_how_much():
@@ -114,8 +118,8 @@ def test_groups_must_split_nvlink_domains_evenly():
 
 
 def test_no_fit_names_the_closest_layout():
-    with pytest.raises(FabricsimError, match=r"closest, tp8 pp\d+ .*GB over"):
-        P.default_parallelism(MODELS["llama3-405b"], 512, 8, HBM)
+    with pytest.raises(FabricsimError, match=r"closest, tp8 pp\d+ .*GB over; .* = weights .* activations"):
+        P.default_parallelism(MODELS["llama3-405b"], 64, 8, HBM)
 
 
 def test_uneven_stages_follow_the_busiest_stage():

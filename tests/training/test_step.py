@@ -41,7 +41,8 @@ def test_bubble_formula(pp, m, vp):
     model = MODELS["gpt3-175b"]
     par = P.Parallelism(tp=8, pp=pp, dp=1, vp=vp, global_batch=m)
     r = run(par, AlphaBeta(latency=0, intra=1e30, inter=1e30), model=model)
-    assert r.bubble == pytest.approx((pp - 1) / (m * vp) * r.compute, rel=1e-6)
+    pipelined = r.compute - r.compute_parts["optimizer"]  # the optimizer step runs once, outside the pipeline
+    assert r.bubble == pytest.approx((pp - 1) / (m * vp) * pipelined, rel=1e-6)
 
 
 def test_dp_overlap_hides_behind_backward(h100):
@@ -66,15 +67,22 @@ def test_moe_all_to_all(h100):
 
 def test_recompute_costs_compute(h100):
     base = P.Parallelism(tp=8, pp=1, dp=1, global_batch=8)
-    times = [run(replace(base, recompute=rc)).compute for rc in ("none", "selective", "full")]
-    assert times[0] < times[1] < times[2]
-    assert times[2] == pytest.approx(times[0] * 4 / 3)
+    runs = [run(replace(base, recompute=rc)) for rc in ("none", "selective", "mla_up_proj,moe_act", "full")]
+    times = [r.compute for r in runs]
+    assert times[0] < times[1] < times[3] and times[2] == times[0]  # a dense GQA model has no MLA or experts
+    # full recompute repeats every layer's forward: the forward of the no-recompute run, without the output head
+    assert runs[3].compute_parts["recompute"] < (times[0] - runs[0].compute_parts["optimizer"]) / 3
+    assert runs[3].compute_parts["recompute"] > 0.25 * (times[0] - runs[0].compute_parts["optimizer"])
 
 
 def test_efficiency_override_and_default_source():
     par = P.Parallelism(tp=8, pp=1, dp=1, global_batch=8)
-    assert run(par, efficiency=0.25).compute == pytest.approx(2 * run(par, efficiency=0.5).compute)
-    assert run(par).efficiency == pytest.approx(0.4644)
+    def pipelined(r):
+        return r.compute - r.compute_parts["optimizer"]
+
+    assert pipelined(run(par, efficiency=0.25)) == pytest.approx(2 * pipelined(run(par, efficiency=0.5)))
+    default = run(par)
+    assert 0.5 < default.efficiency <= 1 and "MPT-7B, 8x H100" in default.efficiency_source
 
 
 @settings(max_examples=30, deadline=None)

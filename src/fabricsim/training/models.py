@@ -71,6 +71,8 @@ class ModelSpec:
     windowed_layers: int = 0  # how many layers use the sliding window
     mtp_layers: int = 0  # DeepSeek-V3 multi-token prediction modules
     activation: str = "silu"  # silu (SwiGLU) | gelu | quick-gelu | squared-relu
+    router_groups: int = 0  # group-limited routing: experts in this many groups (DeepSeek-V3 n_group)
+    router_group_topk: int = 0  # ... of which a token uses this many (topk_group)
     source: str = ""
 
     @property
@@ -208,9 +210,11 @@ MODELS: dict[str, ModelSpec] = {
         _m(name="deepseek-v3", layers=61, hidden=7168, heads=128, kv_heads=128, ffn=18432, vocab=129280, seq=4096,
            experts=256, top_k=8, moe_ffn=2048, shared_experts=1, dense_layers=3,
            head_dim=128, q_lora_rank=1536, kv_lora_rank=512, rope_dim=64, v_head_dim=128, mtp_layers=1,
+           router_groups=8, router_group_topk=4,
            source="DeepSeek-V3 report (arXiv:2412.19437) sec. 4.2 and HF deepseek-ai/DeepSeek-V3 config.json: 61 layers (first 3 dense, ffn 18432), "
                   "hidden 7168, MLA (128 heads, q_lora 1536, kv_lora 512, qk_nope 128, rope 64, v 128), 256 routed experts (2048) + 1 shared, top-8, vocab 129280; "
-                  "pre-training seq 4096; one multi-token-prediction module (sec. 2.2; Megatron-Bridge recipes/deepseek/deepseek_v3.py mtp_num_layers=1); "
+                  "pre-training seq 4096; group-limited routing (n_group 8, topk_group 4: 'each token is sent to at most 4 nodes', "
+                  "sec. 3.2.2); one multi-token-prediction module (sec. 2.2; Megatron-Bridge recipes/deepseek/deepseek_v3.py mtp_num_layers=1); "
                   "671B total / 37B active (MTP module excluded)"),
         _m(name="gpt-oss-120b", layers=36, hidden=2880, heads=64, kv_heads=8, head_dim=64, ffn=2880, vocab=201088, seq=4096,
            experts=128, top_k=4, moe_ffn=2880, window=128, windowed_layers=18, activation="quick-gelu",

@@ -12,6 +12,8 @@ The scaling wall: the GPU count past which the tokens/s gained per ADDED GPU fal
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -33,16 +35,50 @@ class Wall:
     threshold: float
 
 
+def nvl72_segment(trays: int, trays_per_domain: int) -> int:
+    """Trays a job takes from each NVLink domain: all of them when the job fits one domain, else the largest divisor
+    of its tray count that fits a domain (Megatron-Bridge scripts/performance/utils/executors.py asks SLURM for
+    `--segment` so on 4-GPU GB200 / GB300 nodes: 64 trays = 4 racks of 16 trays)."""
+    if trays <= trays_per_domain:
+        return trays
+    return next(s for s in range(trays_per_domain, 0, -1) if trays % s == 0)
+
+
 def cluster_topology(cluster, n_gpus: int) -> Topology:
-    """A topology with at least `n_gpus` GPUs from a preset name, a YAML path or a ClusterSpec; a YAML
-    cluster, like a spec, is the template whose node count the sweep sets (whole NVLink domains)."""
+    """A topology with room for `n_gpus` GPUs from a preset name, a YAML path or a ClusterSpec: the template whose
+    node count the sweep sets, in whole nodes, and on NVL72 in whole 72-GPU domains holding the job's segments
+    (`nvl72_segment`): 64 GPUs use 16 trays of one rack, 256 GPUs 16 trays of each of 4 racks (`job_placement`)."""
+    name = cluster if isinstance(cluster, str) and cluster in topology.PRESETS else None
     if isinstance(cluster, str):
-        if cluster in topology.PRESETS:
-            return topology.load_cluster(cluster, gpus=n_gpus)
         cluster = topology.load_spec(cluster)
-    per_domain_nodes = cluster.domain_size // cluster.gpus_per_node if cluster.scaleup == "nvl72" else 1
-    nodes = math.ceil(n_gpus / cluster.gpus_per_node / per_domain_nodes) * per_domain_nodes
+    nodes = math.ceil(n_gpus / cluster.gpus_per_node)
+    if cluster.scaleup == "nvl72":
+        per_domain = cluster.domain_size // cluster.gpus_per_node
+        nodes = nodes // nvl72_segment(nodes, per_domain) * per_domain
+    if name:  # a preset sizes its fabric (tiers, spines) for the node count
+        return topology.build(topology.load_spec(name, nodes=nodes))
     return topology.build(replace(cluster, nodes=nodes))
+
+
+def job_placement(topo: Topology, n_gpus: int) -> np.ndarray | None:
+    """GPU of every Megatron rank 0..n_gpus-1 (None: rank r on GPU r). On NVL72 a job that does not fill whole
+    domains takes the same block of trays from each (`nvl72_segment`), rank after rank."""
+    per_domain = int(topo.features.get("gpus_per_domain", 1))
+    per_node = int(topo.features.get("gpus_per_node", 1))
+    if per_domain <= per_node or n_gpus % per_domain == 0 and n_gpus <= topo.n_gpus:
+        return None
+    trays = math.ceil(n_gpus / per_node)
+    block = nvl72_segment(trays, per_domain // per_node) * per_node
+    ranks = np.arange(n_gpus)
+    return (ranks // block * per_domain + ranks % block).astype(np.int32)
+
+
+def comm_for(comm_factory, topo: Topology, n_gpus: int) -> CommModel:
+    """The comm model of a job of `n_gpus` on `topo`, with the job's rank placement when the model takes one."""
+    comm = comm_factory(topo)
+    if hasattr(comm, "placement"):
+        comm.placement = job_placement(topo, n_gpus)
+    return comm
 
 
 def topology_gpu(topo: Topology) -> hardware.GPU:
@@ -109,10 +145,10 @@ def scaling(model: ModelSpec, cluster, gpu_counts: Sequence[int], template: P.Pa
     for n in counts:
         topo = cluster_topology(cluster, n)
         if search:
-            results.append(fastest_layout(model, n, topo, comm_factory(topo), efficiency, **defaults))
+            results.append(fastest_layout(model, n, topo, comm_for(comm_factory, topo, n), efficiency, **defaults))
             continue
         par = layout_for(model, template, n, topo, **defaults)
-        results.append(step_time(model, par, topology_gpu(topo), comm_factory(topo), efficiency))
+        results.append(step_time(model, par, topology_gpu(topo), comm_for(comm_factory, topo, n), efficiency))
     return results
 
 
