@@ -10,8 +10,8 @@ Time per step = compute + exposed TP + exposed CP + exposed EP + exposed PP + pi
 - TP (Megatron-LM, Shoeybi et al. 2019; Korthikanti et al. 2022): per layer and micro-batch 2 all-reduces forward +
   2 backward of b*s*h activations; with sequence parallelism each becomes an all-gather plus a reduce-scatter (the
   backward also re-gathers the saved inputs: 4 + 4 per layer). An MoE layer with etp = 1 keeps the attention's half
-  (and its shared experts'). Exposed unless `tp_overlap` (TE userbuffers), where it hides behind the layers' dense
-  GEMMs: exposed = max(0, comm - GEMM time).
+  (and its shared experts'). Exposed unless `tp_overlap` (TE userbuffers, which need sequence parallelism), where it
+  hides behind the layers' dense GEMMs: exposed = max(0, comm - GEMM time).
 - CP (Megatron-Core ring attention): per layer, forward all-gathers K,V over the CP group, backward all-gathers K,V and
   reduce-scatters dK,dV; it overlaps the attention kernels: exposed = max(0, comm - attention time).
 - EP: per MoE layer dispatch + combine all-to-all forward and the same two backward (each rank sends its
@@ -87,6 +87,7 @@ class StepResult:
     memory: Memory | None = None
     tflops: dict[str, float] = field(default_factory=dict)  # FLOP convention -> model TFLOP/s per GPU
     hbm_bytes: float = 0.0
+    gpu: str = ""  # catalog name of the GPU
 
     @property
     def comm_fraction(self) -> float:
@@ -114,13 +115,14 @@ class StepResult:
 
 
 class _Timer:
-    """Calls the comm model once per distinct (type, collective, size) and records what it said."""
+    """Calls the comm model once per distinct (type, collective, size) and records what it said; calls of the
+    group types in `free` cost nothing (a lower bound of the step for layout searches)."""
 
-    def __init__(self, comm: CommModel):
-        self.comm, self.calls, self.detail = comm, {}, {}
+    def __init__(self, comm: CommModel, free: tuple[str, ...] = ()):
+        self.comm, self.calls, self.detail, self.free = comm, {}, {}, free
 
     def __call__(self, kind: str, collective: str, groups: np.ndarray, nbytes: float) -> float:
-        if groups.shape[1] < 2 or nbytes <= 0:
+        if groups.shape[1] < 2 or nbytes <= 0 or kind.split("-")[0] in self.free:
             return 0.0
         t = float(self.comm.time(collective, groups, float(nbytes)))
         key = f"{kind}:{collective}"
@@ -136,8 +138,10 @@ def shape_of(model: ModelSpec, par: P.Parallelism) -> Shape:
                  imbalance=par.moe_imbalance)
 
 
-def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, efficiency: float | None = None) -> StepResult:
-    """Time one optimizer step of `model` laid out as `par` (resolved and validated) on GPUs of type `gpu` (a hardware.GPU)."""
+def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, efficiency: float | None = None, *,
+              free: tuple[str, ...] = ()) -> StepResult:
+    """Time one optimizer step of `model` laid out as `par` (resolved and validated) on GPUs of type `gpu` (a
+    hardware.GPU); communication of the group types in `free` ('tp', 'dp', ...) is taken as free (a lower bound)."""
     n, m, b, s, h = par.n_gpus, par.micro_batches, par.micro_batch, model.seq, model.hidden
     peak = gemm_peak(gpu, par.precision)
     tokens = par.global_batch * s
@@ -155,7 +159,7 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
     optimizer = optimizer_time(local, par.dp * par.cp if par.zero >= 1 else 1, gpu)
     compute = m * per_mb.total + optimizer
 
-    timer = _Timer(comm)
+    timer = _Timer(comm, free)
     layers, moe_layers = sc.layers, sc.moe_layers
     dense_layers = layers - moe_layers
     seq_local = s / par.cp
@@ -171,7 +175,7 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
         per_layer = 4 * timer("tp", "all_reduce", tp, act)
     total["tp"] = per_layer * tp_layers * m
     gemm = m * (per_mb.gemm_fwd + per_mb.gemm_bwd)
-    exposed["tp"] = max(0.0, total["tp"] - gemm) if par.tp_overlap else total["tp"]
+    exposed["tp"] = max(0.0, total["tp"] - gemm) if par.tp_overlap and par.sp else total["tp"]  # userbuffers need SP
 
     cp = P.cp_groups(par)
     kv = b * s * 2 * model.kv_dim / par.tp * P.ACT_BYTES
@@ -212,7 +216,7 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
         tokens_per_s=tokens / t_step, tflops_per_gpu=achieved / 1e12, mfu_bf16=achieved / gpu.bf16_flops,
         mfu=achieved / peak, efficiency=eff, efficiency_source=eff_source, compute=compute, bubble=bubble, exposed=exposed,
         comm_total=total, call_time=dict(timer.calls), detail=dict(timer.detail), compute_parts=parts,
-        memory=P.memory_breakdown(model, par), tflops=tflops, hbm_bytes=gpu.hbm_bytes,
+        memory=P.memory_breakdown(model, par), tflops=tflops, hbm_bytes=gpu.hbm_bytes, gpu=gpu.name,
     )
 
 
