@@ -13,7 +13,11 @@ leaves out: gated MLPs, GQA / MLA widths, routed experts, low-precision saved in
   + 2 f/h (activation output) + 1 mask; routed experts the same per routed row (top_k rows a token) plus the permuted
   input. Flash attention keeps no s x s scores (what selective recompute removes). Low-precision runs keep each
   GEMM's input as its quantized copy. `recompute_modules` drop what they recompute; full recompute keeps each
-  layer's input (2). Megatron's own dense formula, 18 + 4 f/h, is this for a non-gated MLP with MHA.
+  layer's input (2). Megatron's own dense formula, 18 + 4 f/h, is this for a non-gated MLP with MHA and dropout;
+  models without dropout keep no masks. CPU offloading (`offload_layers`, Megatron `cpu_offloading_num_layers`)
+  keeps that many layers' activations in host memory instead.
+- Low-precision weights: with FP8 parameters (`fp8_param_gather`) only the quantized weights are kept, else BF16
+  weights plus the quantized copy Transformer Engine caches for the step.
 - In flight: the first stage holds min(pp, micro-batches) micro-batches of its layers under 1F1B, x (1 + (pp - 1) /
   (pp vp)) when interleaved (Megatron's penalty); plus the embedding's input and dropout (8 s b pp + s b h pp bytes)
   and, without pipelining, the output layer's logits and their gradient (4 s b h (1 + V/h)).
@@ -85,19 +89,38 @@ def activation_units(model: ModelSpec, par) -> tuple[float, float]:
             qkv = 2 * (model.q_lora_rank + model.kv_lora_rank + model.rope_dim) / h
     else:
         qkv = 2 * (model.heads + 2 * model.kv_heads) * hd / h
-    attn = q + qkv + q * model.q_dim / h + 1
+    mask = 1 if model.dropout else 0  # a dropout mask byte per element (none without dropout)
+    attn = q + qkv + q * model.q_dim / h + mask
     norms = 0 if "layernorm" in mods else 4
     f = model.ffn / h
-    dense_mlp = q + 2 * mult * f + q * f + 1
+    dense_mlp = q + 2 * mult * f + q * f + mask
     if "mlp" in mods:
         dense_mlp = 0
     fe = model.moe_ffn / h
-    routed = model.top_k * (q + 2 + 2 * mult * fe + (0 if "moe_act" in mods else q * fe)) * max(1.0, par.capacity_factor)
+    routed = model.top_k * (q + 2 * mult * fe + (0 if "moe_act" in mods else q * fe)) * max(1.0, par.capacity_factor)
     shared = model.shared_experts * (q + 2 * mult * fe + q * fe) if model.shared_experts else 0.0
-    moe_mlp = 0 if "moe" in mods else routed + shared + 1
+    moe_mlp = 0 if "moe" in mods else routed + shared + mask
     if par.recompute == "full":
         return 2.0, 2.0
     return norms + attn + dense_mlp, norms + attn + moe_mlp
+
+
+def _resident(dense: int, moe: int, offloaded: int) -> tuple[int, int]:
+    """(dense, MoE) layers whose activations stay in HBM when `offloaded` of them (MoE first) go to host memory."""
+    off_moe = min(moe, offloaded)
+    return max(0, dense - (offloaded - off_moe)), moe - off_moe
+
+
+def offloaded_bytes(model: ModelSpec, par) -> float:
+    """Activation bytes per micro-batch that CPU offloading moves to host memory (and back in the backward)."""
+    if not par.offload_layers:
+        return 0.0
+    plan = stage_plan(model, par.pp, par.vp)
+    dense_units, moe_units = activation_units(model, par)
+    dense_res, moe_res = _resident(plan.dense[0], plan.moe[0], par.offload_layers)
+    sbh = model.seq / par.cp * par.micro_batch * model.hidden
+    tp_div = par.tp if par.sp or par.tp == 1 else 1.0
+    return sbh * ((plan.dense[0] - dense_res) * dense_units + (plan.moe[0] - moe_res) * moe_units) / tp_div
 
 
 def memory(model: ModelSpec, par) -> Memory:
@@ -106,7 +129,10 @@ def memory(model: ModelSpec, par) -> Memory:
     non_expert, expert = shard_params(model, par)
     dp = par.dp * par.cp
     edp = max(1, par.tp * par.cp * par.dp // (par.ep * par.etp))
-    weight_bytes = 2.0 + (p.element_bytes * (2 if p.transposed_copy else 1) if p.name != "bf16" else 0.0)
+    quantized = p.element_bytes * (2 if p.transposed_copy else 1)
+    fp8_params = par.fp8_param_gather if par.fp8_param_gather is not None else p.param_gather_bytes < 2
+    # FP8 parameters (fp8_param_gather) are kept quantized only; else BF16 plus the quantized copy TE caches
+    weight_bytes = quantized if p.name != "bf16" and fp8_params else 2.0 + (quantized if p.name != "bf16" else 0.0)
     grad_bytes = 4.0 if par.grad_fp32 else 2.0
 
     def state(per_param: float, zero_stage: int) -> float:
@@ -121,9 +147,10 @@ def memory(model: ModelSpec, par) -> Memory:
     dense_units, moe_units = activation_units(model, par)
     sbh = model.seq / par.cp * par.micro_batch * model.hidden
     tp_div = par.tp if par.sp or par.tp == 1 else 1.0
-    layer_bytes = sbh * (plan.dense[0] * dense_units + plan.moe[0] * moe_units) / tp_div
+    dense_layers, moe_layers = _resident(plan.dense[0], plan.moe[0], par.offload_layers)
+    layer_bytes = sbh * (dense_layers * dense_units + moe_layers * moe_units) / tp_div
     if not par.sp and par.tp > 1:  # without SP only the TP-split widths shrink (Korthikanti: 10 + 24/t)
-        layer_bytes = sbh * (plan.dense[0] * (10 + (dense_units - 10) / par.tp) + plan.moe[0] * (10 + (moe_units - 10) / par.tp))
+        layer_bytes = sbh * (dense_layers * (10 + (dense_units - 10) / par.tp) + moe_layers * (10 + (moe_units - 10) / par.tp))
     m = par.micro_batches
     in_flight = min(par.pp, m) if par.vp == 1 else par.pp
     interleave = 1 + (par.pp - 1) / (par.pp * par.vp) if par.vp > 1 else 1.0

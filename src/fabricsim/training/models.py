@@ -71,6 +71,7 @@ class ModelSpec:
     windowed_layers: int = 0  # how many layers use the sliding window
     mtp_layers: int = 0  # DeepSeek-V3 multi-token prediction modules
     activation: str = "silu"  # silu (SwiGLU) | gelu | quick-gelu | squared-relu
+    dropout: float = 0.0  # hidden / attention dropout: its masks are saved for the backward (1 byte an element)
     router_groups: int = 0  # group-limited routing: experts in this many groups (DeepSeek-V3 n_group)
     router_group_topk: int = 0  # ... of which a token uses this many (topk_group)
     source: str = ""
@@ -196,7 +197,7 @@ MODELS: dict[str, ModelSpec] = {
     m.name: m
     for m in (
         _m(name="gpt3-175b", layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152, vocab=50257, seq=2048,
-           gated=False, tied_embeddings=True, activation="gelu",
+           gated=False, tied_embeddings=True, activation="gelu", dropout=0.1,
            source="Brown et al. 2020 (arXiv:2005.14165) Table 2.1: 96 layers, d_model 12288, 96 heads, ctx 2048; GPT-2 BPE vocab 50257; ffn = 4 d_model"),
         _m(name="llama3-8b", layers=32, hidden=4096, heads=32, kv_heads=8, ffn=14336, vocab=128256, seq=8192,
            source="Llama 3 paper (arXiv:2407.21783) Table 3; HF meta-llama/Meta-Llama-3-8B config.json (intermediate_size 14336, vocab 128256)"),
@@ -233,11 +234,11 @@ MODELS: dict[str, ModelSpec] = {
                   "run_table_1.sh (1T: 128 layers, hidden 25600, 160 heads) and CONFIG.sh (seq 2048, GPT-2 BPE vocab padded to 51,200)"),
         # Architectures of the published training benchmarks in shared/calibration (used by validation.training).
         _m(name="gpt3-5b", layers=24, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=50257, seq=2048, gated=False, tied_embeddings=True,
-           activation="gelu",
-           source="NeMo-Framework-Launcher conf/training/gpt3/5b.yaml (24 layers, hidden 4096, ffn 16384, 32 heads)"),
+           activation="gelu", dropout=0.1,
+           source="NeMo-Framework-Launcher conf/training/gpt3/5b.yaml (24 layers, hidden 4096, ffn 16384, 32 heads, hidden and attention dropout 0.1)"),
         _m(name="gpt3-20b", layers=44, hidden=6144, heads=48, kv_heads=48, ffn=24576, vocab=50257, seq=2048, gated=False, tied_embeddings=True,
-           activation="gelu",
-           source="NeMo-Framework-Launcher conf/training/gpt3/20b.yaml (44 layers, hidden 6144, ffn 24576, 48 heads)"),
+           activation="gelu", dropout=0.1,
+           source="NeMo-Framework-Launcher conf/training/gpt3/20b.yaml (44 layers, hidden 6144, ffn 24576, 48 heads, dropout 0.1)"),
         _m(name="llama2-7b", layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008, vocab=32000, seq=4096,
            source="Touvron et al. 2023 (arXiv:2307.09288); HF meta-llama/Llama-2-7b-hf config.json"),
         _m(name="llama2-13b", layers=40, hidden=5120, heads=40, kv_heads=40, ffn=13824, vocab=32000, seq=4096,

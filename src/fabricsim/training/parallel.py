@@ -51,6 +51,7 @@ class Parallelism:
     fp8_param_gather: bool | None = None  # gather parameters in FP8 (None: the precision's Megatron-Bridge default)
     pp_overlap: bool = True  # interleaved 1F1B sends overlap compute (Megatron overlap_p2p_comm, set when vp > 1)
     dispatcher: str = "alltoall"  # MoE token dispatcher: alltoall | deepep | hybridep (Megatron's flex backends)
+    offload_layers: int = 0  # layers whose activations live in host memory (Megatron cpu_offloading_num_layers)
 
     @property
     def n_gpus(self) -> int:
@@ -134,6 +135,8 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
                              f"(got {model.seq}): use an even --seq, or cp 1")
     if model.seq % par.cp or par.cp > 1 and (model.seq // par.cp) % 2:
         raise FabricsimError(f"sequence length {model.seq} cannot be split into 2*cp = {2 * par.cp} chunks (Megatron CP load balancing): use a cp that divides {model.seq // 2}")
+    if par.offload_layers < 0:
+        raise FabricsimError(f"offload_layers must be >= 0 (got {par.offload_layers})")
     if par.etp < 1:
         raise FabricsimError(f"etp must be at least 1 (got {par.etp})")
     if par.ep > 1 or par.etp > 1:
@@ -234,36 +237,50 @@ def memory_per_gpu(model: ModelSpec, par: Parallelism) -> float:
     return memory_breakdown(model, par).total
 
 
-def layout_candidates(model: ModelSpec, n_gpus: int, gpus_per_domain: int, **overrides) -> list[Parallelism]:
+def layout_candidates(model: ModelSpec, n_gpus: int, gpus_per_domain: int, *, interleaved: bool = False,
+                      **overrides) -> list[Parallelism]:
     """Megatron layouts of `n_gpus` GPUs to try, smallest PP first and for each the smallest TP inside the NVLink
     domain first (TP over NVLink is cheaper than a pipeline bubble, so TP grows first); for a mixture of experts,
-    every such layout with EP 1 (Megatron's default) comes before those with larger expert-parallel sizes. A `tp`, `pp` or `ep` in
-    `overrides` fixes that size; the other overrides (micro_batch, global_batch, precision, ...) are kept."""
-    tp, pp, ep = overrides.pop("tp", None), overrides.pop("pp", None), overrides.pop("ep", None)
+    every such layout with EP 1 (Megatron's default) comes before those with larger expert-parallel sizes (a power of
+    two dividing the experts, folded over the stage's TP x CP x DP GPUs). With `interleaved`, pipelines also try every
+    virtual-stage count vp that splits the layers evenly (or with the embedding and loss as layers). A `tp`, `pp`,
+    `ep` or `vp` in `overrides` fixes that size; the other overrides (micro_batch, global_batch, precision, ...) are
+    kept."""
+    tp, pp, ep, vp = (overrides.pop(k, None) for k in ("tp", "pp", "ep", "vp"))
     tps = [tp] if tp else [t for t in (1, 2, 4, 8, 16, 32, 64, 72)
                            if t <= gpus_per_domain and gpus_per_domain % t == 0 and model.heads % t == 0]
     pps = [pp] if pp else [p for p in range(1, model.layers + 1) if n_gpus % p == 0]
+    etp = overrides.get("etp", 1)
     out = []
     for p in pps:
+        if vp:
+            vps = [vp]
+        elif interleaved and p > 1:
+            vps = [v for v in range(1, model.layers // p + 1)
+                   if v == 1 or model.layers % (p * v) == 0 or (model.layers + 2) % (p * v) == 0]
+        else:
+            vps = [1]
         for t in tps:
             if n_gpus % (t * p * overrides.get("cp", 1)):
                 continue
-            par = resolve(Parallelism(tp=t, pp=p, **overrides), n_gpus, model.seq)
-            # a mixture of experts may also shard its experts over a power of two of the DP x CP ranks
-            powers = (1 << k for k in range(12))
-            eps = ([ep] if ep else [e for e in powers if not model.experts % e and not (par.dp * par.cp) % e]
-                   if model.is_moe else [ep or 1])
-            out += [replace(par, ep=e) for e in eps]
+            for v in vps:
+                par = resolve(Parallelism(tp=t, pp=p, vp=v, **overrides), n_gpus, model.seq)
+                stage = par.tp * par.cp * par.dp
+                powers = (1 << k for k in range(16))
+                eps = ([ep] if ep else [e for e in powers if e <= model.experts and not model.experts % e
+                                        and not stage % (e * etp)]
+                       if model.is_moe else [ep or 1])
+                out += [replace(par, ep=e) for e in eps]
     return sorted(out, key=lambda par: par.ep)  # stable: EP 1 layouts first, as without experts
 
 
 def fitting_layouts(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm_bytes: float, *, first: bool = False,
-                    **overrides) -> list[Parallelism]:
+                    interleaved: bool = False, **overrides) -> list[Parallelism]:
     """The `layout_candidates` that pass `validate` (fit in HBM, split the batch, spread evenly over NVLink domains,
     ...), in the same order (`first`: stop at the first); none fitting is a FabricsimError naming the rule the least
     memory-hungry candidate broke."""
     fits, failed = [], []
-    candidates = layout_candidates(model, n_gpus, gpus_per_domain, **overrides)
+    candidates = layout_candidates(model, n_gpus, gpus_per_domain, interleaved=interleaved, **overrides)
     for par in candidates:
         try:
             validate(model, par, n_gpus, gpus_per_domain, hbm_bytes)

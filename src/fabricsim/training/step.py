@@ -30,6 +30,8 @@ Time per step = compute + exposed TP + exposed CP + exposed EP + exposed PP + pi
   first forward the same way; ZeRO-0 all-reduces. ZeRO-3 (FSDP) all-gathers weights in every micro-batch's forward
   and backward and reduce-scatters gradients in every backward, each prefetched during that pass, with the first
   layer's gather always exposed. Without `dp_overlap` all of it is exposed.
+- CPU offloading (`offload_layers`): those layers' activations go to host memory and back over the host link,
+  beside the compute; what outlasts the forward or backward is exposed.
 Concurrency: every call passes all groups of one type at once, so groups contend for the fabric as they do.
 """
 
@@ -203,14 +205,15 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
     bubble = (par.pp - 1) / (m * par.vp) * (m * per_mb.total + exposed["tp"] + exposed["cp"] + exposed["ep"])
 
     total["dp"], exposed["dp"] = _data_parallel(model, par, timer, per_mb)
+    offload = _offload(model, par, gpu, per_mb)
 
-    t_step = compute + bubble + sum(exposed.values())
+    t_step = compute + bubble + sum(exposed.values()) + m * offload
     achieved = model_flops / t_step / n
     tflops = {conv: model.flops_per_token(s, conv) * tokens / t_step / n / 1e12
               for conv in ("megatron", "megatron-bridge", "6n")}
     parts = {"gemm": m * (per_mb.gemm_fwd + per_mb.gemm_bwd), "experts": m * (per_mb.expert_fwd + per_mb.expert_bwd),
              "attention": m * (per_mb.attn_fwd + per_mb.attn_bwd), "memory_bound": m * (per_mb.mem_fwd + per_mb.mem_bwd),
-             "recompute": m * per_mb.recompute, "optimizer": optimizer}
+             "recompute": m * per_mb.recompute, "optimizer": optimizer, "offload": m * offload}
     return StepResult(
         model=model.name, n_gpus=n, layout=par.label(), parallelism=par, step_time=t_step,
         tokens_per_s=tokens / t_step, tflops_per_gpu=achieved / 1e12, mfu_bf16=achieved / gpu.bf16_flops,
@@ -218,6 +221,22 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
         comm_total=total, call_time=dict(timer.calls), detail=dict(timer.detail), compute_parts=parts,
         memory=P.memory_breakdown(model, par), tflops=tflops, hbm_bytes=gpu.hbm_bytes, gpu=gpu.name,
     )
+
+
+def _offload(model: ModelSpec, par: P.Parallelism, gpu, per_mb: PassTimes) -> float:
+    """Exposed seconds per micro-batch of CPU activation offloading: the offloaded layers' activations go to host
+    memory during the forward and come back during the backward over the GPU's host link (NVLink-C2C on Grace
+    superchips, else PCIe), on their own stream beside the compute (Megatron-Core cpu_offloading): exposed where the
+    copies outlast the passes they overlap."""
+    from fabricsim.hardware import get_link
+    from fabricsim.training.memory import offloaded_bytes
+
+    moved = offloaded_bytes(model, par)
+    if not moved:
+        return 0.0
+    link = get_link(gpu.c2c_link or gpu.pcie_link)
+    t = moved / (link.bw * link.efficiency)
+    return max(0.0, t - per_mb.fwd) + max(0.0, t - per_mb.bwd)
 
 
 def dispatch_dedup(model: ModelSpec, par: P.Parallelism, ep: np.ndarray, comm) -> float:

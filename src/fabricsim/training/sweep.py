@@ -126,7 +126,7 @@ def layout_for(model: ModelSpec, template: P.Parallelism | None, n_gpus: int, to
 def fastest_layout(model: ModelSpec, n_gpus: int, topo: Topology, comm: CommModel, efficiency: float | None = None,
                    **overrides) -> StepResult:
     """The step result of the layout with the most tokens/s among every Megatron layout that fits
-    (`parallel.fitting_layouts`; ties: the first, i.e. the smaller PP and TP). Every layout runs the same global
+    (`parallel.fitting_layouts`, interleaved pipelines included; ties: the first, i.e. the smaller PP and TP). Every layout runs the same global
     batch: the one given, else the default layout's (rounded up to each layout's micro-batch x DP), so a deep
     pipeline pays its bubble as it would in the same training recipe. Layouts are timed in order of their step time
     without data-parallel collectives (a lower bound; DP collectives over thousands of GPUs are the costliest to
@@ -134,7 +134,7 @@ def fastest_layout(model: ModelSpec, n_gpus: int, topo: Topology, comm: CommMode
     of them. A layout the step model cannot time is skipped."""
     gpu = topology_gpu(topo)
     per_domain = int(topo.features.get("gpus_per_domain", topo.features.get("gpus_per_node", 1)))
-    fits = P.fitting_layouts(model, n_gpus, per_domain, gpu.hbm_bytes, **overrides)
+    fits = P.fitting_layouts(model, n_gpus, per_domain, gpu.hbm_bytes, interleaved=True, **overrides)
     if not overrides.get("global_batch"):
         batch, same = fits[0].global_batch, []
         for par in fits:

@@ -13,7 +13,8 @@ Layouts follow each framework's documented settings:
   optimizer with overlapped gradient reduce and parameter gather, BF16 gradient reduction (`grad_reduce_in_fp32 =
   False`), sequence parallel and TP comm overlap when tp > 1 (off for NVFP4, as `llama3_llm_pretrain.py` sets),
   Megatron-FSDP (ZeRO-3) when the row's FSDP column is set, selective recompute (the recipes' `recompute_granularity
-  = "selective"`), MoE: expert tensor parallel 1, dropless and force-balanced routing (the performance summary's
+  = "selective"`) with the recompute modules the performance configs add (`BRIDGE_RECOMPUTE`), MoE: expert tensor
+  parallel 1, CPU activation offloading with Megatron-FSDP as those configs set it (`BRIDGE_OFFLOAD`), dropless and force-balanced routing (the performance summary's
   footnote), the all-to-all not overlapped (`moe_a2a_overlap = False`), FP8 parameter gather for FP8 and MXFP8.
 - Megatron-LM README rows: no layout is published (a figure only), so fabricsim's layout search picks one as a user
   would (`--search`), micro-batch 1 (Megatron-Bridge's and Megatron-LM's example default), the README's overlaps
@@ -61,6 +62,15 @@ MODEL_ALIASES = {
 # Megatron-Bridge's MoE token dispatcher per model (recipes/deepseek/deepseek_v3.py: moe_flex_dispatcher_backend =
 # "hybridep", kept by the performance configs; GPT-OSS's provider: moe_token_dispatcher_type = "alltoall").
 BRIDGE_DISPATCHER = {"deepseek-v3": "hybridep"}
+# CPU activation offloading of Megatron-Bridge's Llama 3 70B FSDP configs (llama3_workload_base_configs.py:
+# cpu_offloading_num_layers): (model, GPU, precision) -> layers.
+BRIDGE_OFFLOAD = {("llama3-70b", "GB300", "fp8"): 20, ("llama3-70b", "GB200", "fp8"): 40, ("llama3-70b", "B200", "fp8"): 5,
+                  ("llama3-70b", "GB300", "bf16"): 30, ("llama3-70b", "GB200", "bf16"): 20}
+# Recompute modules of Megatron-Bridge's performance configs (scripts/performance/configs/*/..._workload_base_configs.py):
+# (model, GPU family prefix) -> recompute_modules; otherwise the recipes' selective recompute (core attention).
+BRIDGE_RECOMPUTE = {("deepseek-v3", "H100"): "core_attn,mla_up_proj,mlp", ("deepseek-v3", ""): "core_attn,mla_up_proj",
+                    ("gpt-oss-120b", "GB200"): "core_attn,layernorm,moe_act", ("gpt-oss-120b", "B200"): "core_attn,layernorm,moe_act",
+                    ("gpt-oss-120b", "H100"): "core_attn,layernorm,moe_act"}
 
 # Runs whose layout and batch their paper's scripts publish but the row does not carry: model -> settings.
 PUBLISHED_RUNS = {
@@ -133,6 +143,10 @@ CONVENTION = {"megatron-bridge": "megatron-bridge", "mosaic": "mosaic", "narayan
               "megatron": "megatron"}
 
 
+def _bridge_recompute(key: str, gpu: str) -> str:
+    return BRIDGE_RECOMPUTE.get((key, gpu), BRIDGE_RECOMPUTE.get((key, ""), "selective"))
+
+
 def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
     """The row's Parallelism; the settings of a layout search (a dict) when no layout is published; or the reason it
     cannot be built."""
@@ -159,7 +173,10 @@ def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
     settings = dict(**common, zero=1, dp_overlap=True)
     if fw == "megatron-bridge":
         fsdp = row.get("fsdp")
-        settings.update(grad_fp32=False, recompute="selective", etp=1, zero=3 if isinstance(fsdp, int) and fsdp > 0 else 1,
+        gpu = str(field(row, "hardware.gpu", "text", "")).split("-")[0].upper()
+        settings.update(grad_fp32=False, recompute=_bridge_recompute(key, gpu), etp=1,
+                        offload_layers=BRIDGE_OFFLOAD.get((key, gpu, precision), 0) if fsdp else 0,
+                        zero=3 if isinstance(fsdp, int) and fsdp > 0 else 1,
                         dispatcher=BRIDGE_DISPATCHER.get(key, "alltoall"))
     elif fw == "nemo":
         settings.update(recompute="none")
