@@ -130,3 +130,19 @@ def test_uneven_stages_follow_the_busiest_stage():
     assert P.stage_layers(m, par) == 8
     even = P.resolve(P.Parallelism(tp=8, pp=14, global_batch=256), 8 * 14 * 9)
     assert P.stage_layers(m, even) == 9
+
+
+def test_moe_parallel_folding_lays_expert_groups_over_each_stage():
+    """Megatron-Core's expert RankGenerator: EP groups at stride etp inside each pipeline stage's TP x CP x DP ranks."""
+    par = P.Parallelism(tp=2, pp=2, dp=4, ep=8, etp=1)
+    assert P.ep_groups(par).tolist() == [list(range(8)), list(range(8, 16))]
+    assert P.expert_dp_groups(par).shape == (16, 1)  # 8 x 1 = all 8 GPUs of a stage: no expert data parallelism
+    par = P.Parallelism(tp=2, pp=1, dp=4, ep=2, etp=2)
+    assert P.ep_groups(par).tolist()[:2] == [[0, 2], [1, 3]]
+    assert P.expert_dp_groups(par).tolist()[0] == [0, 4]
+
+
+def test_interleaved_candidates_split_layers_evenly():
+    fits = P.fitting_layouts(MODELS["llama3-70b"], 64, 8, HBM, interleaved=True, global_batch=256)
+    assert any(p.vp > 1 for p in fits)
+    assert all(p.vp == 1 or 80 % (p.pp * p.vp) == 0 or 82 % (p.pp * p.vp) == 0 for p in fits)

@@ -222,3 +222,17 @@ def test_train_input_errors(args, match):
 
     out = CliRunner().invoke(train, ["--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", *args])
     assert isinstance(out.exception, FabricsimError) and match in str(out.exception)
+
+
+def test_llama3_405b_published_layout_runs_and_says_where_the_step_goes(monkeypatch):
+    """Issue 14: `train --model llama3-405b --cluster superpod-h100 --gpus 8192,16384 --tp 8 --pp 16 --seq 8192`."""
+    from fabricsim.cli import train as cli_train
+    from fabricsim.training import comm
+
+    monkeypatch.setattr(comm, "engine_comm_model", fake)
+    out = CliRunner().invoke(cli_train.train, ["--model", "llama3-405b", "--cluster", "superpod-h100", "--gpus",
+                                               "8192,16384", "--tp", "8", "--pp", "16", "--seq", "8192"])
+    assert out.exit_code == 0, out.output
+    assert "tp8 pp16 dp64" in out.output and "tp8 pp16 dp128" in out.output
+    assert "where the step goes" in out.output and "bubble" in out.output and "memory" in out.output
+    assert "scaling wall" in out.output and "exposed as GPUs are added" in out.output

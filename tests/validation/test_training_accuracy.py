@@ -45,3 +45,21 @@ def test_skips_say_why_and_bad_lines_error(tmp_path):
     f.write_text("{not json\n")
     with pytest.raises(FabricsimError, match="line 1"):
         calibration_rows(f, comm_factory=lambda topo: None)
+
+
+def test_row_settings_follow_each_source():
+    from fabricsim.validation import training as V
+
+    assert [V._precision(t) for t in ("NVFP4", "MXFP8", "FP8 (per footnote; 1x128/128x128 blockwise)", "amp_fp8",
+                                      "amp_bf16", "")] == ["nvfp4", "mxfp8", "fp8-block", "fp8", "bf16", "bf16"]
+    assert V._model_key("DeepSeekV3 (dropless)") == "deepseek-v3" and V._model_key("GPT OSS 120B") == "gpt-oss-120b"
+    assert V._model_key("GPT-3 175B (slightly >175B, vocab 131072)") == "gpt3-175b-v131k"
+    row = {"id": "train-narayanan-1t", "source": "arXiv:2104.04473", "model": "GPT 1T (1008B)", "precision": None}
+    par = V._layout(row, 3072, "gpt-1t", V._framework(row))
+    assert (par.tp, par.pp, par.global_batch, par.recompute, par.zero) == (8, 64, 3072, "full", 0)
+    row = {"id": "x", "source": "github:NVIDIA/Megatron-LM README.md", "global_batch": 1152, "precision": None}
+    assert V._layout(row, 96, "gpt3-175b-v131k", V._framework(row))["tp_overlap"] is True  # no layout: searched
+    row = {"id": "m", "framework": "Megatron-Bridge/Megatron-Core", "tp": 2, "pp": 4, "vp": 5, "cp": 1, "dp": 8,
+           "fsdp": 0, "micro_batch": 1, "global_batch": 256, "precision": "NVFP4", "hardware": {"gpu": "GB200"}}
+    par = V._layout(row, 64, "llama3-70b", V._framework(row))
+    assert not par.tp_overlap and not par.grad_fp32 and par.precision == "nvfp4" and par.zero == 1
