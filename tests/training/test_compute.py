@@ -105,3 +105,11 @@ def test_framework_factor_comes_from_the_anchor_runs():
     assert 0.5 < f <= 1 and "Llama2-7B" in source
     assert C.framework_factor(b200, "mxfp8")[0] == f and "hopper's" in C.framework_factor(b200, "mxfp8")[1]
     assert C.framework_factor(h100, "bf16")[0] != f
+
+
+def test_whole_step_default_efficiency_for_flop_counted_work():
+    """`efficiency.default_efficiency`, what trace replay charges FLOPs at: the anchors' published figures."""
+    assert E.default_efficiency("hopper", "bf16")[0] == 0.4644
+    assert E.default_efficiency("ampere", "bf16")[0] == 0.6423
+    value, source = E.default_efficiency("ada", "bf16")
+    assert value == 0.4644 and source.startswith("ada: no published figure, using hopper's")

@@ -83,21 +83,37 @@ class Anchor:
     measured_tokens_per_s_per_gpu: float
     precision: str
     source: str
+    peak_fraction: float = 0.0  # the run's published hardware FLOP/s over the dense peak of its precision
 
 
 ANCHORS = (
     Anchor("ampere", "bf16", "mpt-7b", "A100-80GB", 8, 6, 96, 2048, 3, 4641.0, "bf16",
            "MosaicML llm-foundry scripts/train/benchmarking/README.md: MPT-7B, 8x A100-80GB, FSDP, no activation "
-           "checkpointing, 4,641 tokens/s/GPU (HFU 64.23%)"),
+           "checkpointing, 4,641 tokens/s/GPU (HFU 64.23%)", 0.6423),
     Anchor("hopper", "bf16", "mpt-7b", "H100", 8, 6, 48, 2048, 3, 10643.0, "bf16",
            "MosaicML llm-foundry benchmarks: MPT-7B, 8x H100-80GB, amp_bf16, no activation checkpointing, "
-           "10,643 tokens/s/GPU (HFU 46.44%)"),
+           "10,643 tokens/s/GPU (HFU 46.44%)", 0.4644),
     Anchor("hopper", "low", "llama2-7b", "H100", 8, 1, 128, 4096, 1, 16847.0, "fp8",
-           "NVIDIA NeMo 24.07 performance summary: Llama2-7B, 8x H100 (DP 8), FP8, 16,847 tokens/s/GPU"),
+           "NVIDIA NeMo 24.07 performance summary: Llama2-7B, 8x H100 (DP 8), FP8, 16,847 tokens/s/GPU (776 model "
+           "TFLOP/s of the 1,978.9 dense FP8 peak)", 776 / 1978.9),
 )
 # Families without an anchor of their own borrow one: Blackwell runs the same Megatron-Core / Transformer Engine
 # stack as Hopper (kernel differences are in the tables above); GPUs with no published training runs take Hopper's.
 ANCHOR_FAMILY = {"blackwell": "hopper", "blackwell-ultra": "hopper", "other": "hopper"}
+
+
+def default_efficiency(arch: str, precision: str) -> tuple[float, str]:
+    """(fraction of the precision's dense peak, source) that a whole step's FLOPs reach on a GPU architecture: the
+    published single-node figure of its anchor run (for FLOP-counted work without a kernel breakdown, e.g. trace
+    replay). Architectures without an anchor take Hopper's, and the source says so."""
+    fam = arch if arch in ("ampere", "hopper") else "other"
+    cls = "bf16" if precision == "bf16" else "low"
+    key = (ANCHOR_FAMILY.get(fam, fam), cls)
+    anchor = next((a for a in ANCHORS if (a.family, a.precision_class) == key), None)
+    if anchor is None:
+        anchor = next(a for a in ANCHORS if (a.family, a.precision_class) == (key[0], "bf16"))
+    borrowed = "" if fam == key[0] else f"{arch}: no published figure, using {key[0]}'s ("
+    return anchor.peak_fraction, borrowed + anchor.source + (")" if borrowed else "")
 
 
 def family(gpu) -> str:
