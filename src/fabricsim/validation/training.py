@@ -209,7 +209,9 @@ def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> Calibr
     hw = field(row, "hardware", "object", {})
     key = _model_key(field(row, "model", "text", ""))
     if key not in MODELS:
-        return CalibrationRow(rid, "", None, None, f"model '{row.get('model')}' has no published architecture in fabricsim")
+        nothing = "" if _measured(row)[0] else " and the row has no number to compare"
+        return CalibrationRow(rid, "", None, None,
+                              f"model '{row.get('model')}' has no published architecture in fabricsim{nothing}")
     try:
         gpu = hardware.get_gpu(field(row, "hardware.gpu", "text", ""))
     except FabricsimError:
@@ -304,7 +306,7 @@ def format_rows(rows: list[CalibrationRow]) -> str:
     compared = [r.error_pct for r in rows if r.error_pct is not None]
     skipped = [r for r in rows if r.skipped]
     lines.append(f"compared {len(compared)} rows, median absolute error {median_error(rows):.1f}%, "
-                 f"p90 {p90_error(rows):.1f}%; refused {len(skipped)}")
+                 f"p90 {p90_error(rows):.1f}%; skipped {len(skipped)}")
     lines.append(f"{'group (model, GPU family, precision)':<40} {'rows':>4} {'median%':>8} {'p90%':>6}")
     for g, count, med, p90 in group_summary(rows):
         lines.append(f"{g:<40} {count:>4} {med:>8.1f} {p90:>6.1f}")
