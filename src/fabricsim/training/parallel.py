@@ -159,38 +159,7 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
         need = memory_breakdown(model, par)
         if need.total > hbm_bytes:
             raise FabricsimError(over_hbm(need, hbm_bytes))
-    uneven = _uneven_group(par, gpus_per_domain)
-    if uneven:
-        raise FabricsimError(
-            f"the {uneven} groups of {par.label()} do not all take the same number of GPUs from each {gpus_per_domain}-GPU "
-            f"NVLink domain they span, so one collective timing cannot stand for all of them: {_ALIGN_FIX[uneven]}")
 
-
-_ALIGN_FIX = {
-    "tp": "use a tp that divides the NVLink domain",
-    "cp": "use a cp whose groups (cp x tp GPUs) fit whole NVLink domains, or divide one",
-    "dp": "choose pp so that each pipeline stage (tp x cp x dp GPUs) is a multiple or a divisor of the NVLink domain",
-    "ep": "use an ep whose groups (ep x tp x cp GPUs) are a multiple or a divisor of the NVLink domain",
-    "expert dp": "use an ep and pp whose expert data-parallel groups spread evenly over the NVLink domains",
-}
-
-
-def _uneven_group(par: Parallelism, gpus_per_domain: int) -> str | None:
-    """The first communicating group kind (tp, cp, dp, ep, expert dp) whose groups are not all alike across NVLink
-    domains (GPU rank r sits in domain r // gpus_per_domain): every group must take the same number of GPUs from each
-    domain it spans, as the communication model times one group and applies it to all; None when all are alike."""
-    if par.n_gpus <= gpus_per_domain or par.n_gpus % gpus_per_domain:
-        return None
-    for name, groups in (("tp", tp_groups(par)), ("cp", cp_groups(par)), ("dp", dp_cp_groups(par)), ("ep", ep_groups(par)),
-                         ("expert dp", expert_dp_groups(par))):
-        if groups.shape[1] < 2:
-            continue
-        width = par.n_gpus // gpus_per_domain + 1
-        key = np.arange(groups.shape[0])[:, None] * width + groups // gpus_per_domain
-        _, counts = np.unique(key, return_counts=True)
-        if counts.min() != counts.max():  # then every group spans size / count domains, count GPUs each
-            return name
-    return None
 
 
 def check_recompute(spec: str) -> None:
