@@ -41,7 +41,8 @@ def test_bubble_formula(pp, m, vp):
     model = MODELS["gpt3-175b"]
     par = P.Parallelism(tp=8, pp=pp, dp=1, vp=vp, global_batch=m)
     r = run(par, AlphaBeta(latency=0, intra=1e30, inter=1e30), model=model)
-    assert r.bubble == pytest.approx((pp - 1) / (m * vp) * r.compute, rel=1e-6)
+    pipelined = r.compute - r.compute_parts["optimizer"]  # the optimizer step runs once, outside the pipeline
+    assert r.bubble == pytest.approx((pp - 1) / (m * vp) * pipelined, rel=1e-6)
 
 
 def test_dp_overlap_hides_behind_backward(h100):
@@ -66,15 +67,22 @@ def test_moe_all_to_all(h100):
 
 def test_recompute_costs_compute(h100):
     base = P.Parallelism(tp=8, pp=1, dp=1, global_batch=8)
-    times = [run(replace(base, recompute=rc)).compute for rc in ("none", "selective", "full")]
-    assert times[0] < times[1] < times[2]
-    assert times[2] == pytest.approx(times[0] * 4 / 3)
+    runs = [run(replace(base, recompute=rc)) for rc in ("none", "selective", "mla_up_proj,moe_act", "full")]
+    times = [r.compute for r in runs]
+    assert times[0] < times[1] < times[3] and times[2] == times[0]  # a dense GQA model has no MLA or experts
+    # full recompute repeats every layer's forward: the forward of the no-recompute run, without the output head
+    assert runs[3].compute_parts["recompute"] < (times[0] - runs[0].compute_parts["optimizer"]) / 3
+    assert runs[3].compute_parts["recompute"] > 0.25 * (times[0] - runs[0].compute_parts["optimizer"])
 
 
 def test_efficiency_override_and_default_source():
     par = P.Parallelism(tp=8, pp=1, dp=1, global_batch=8)
-    assert run(par, efficiency=0.25).compute == pytest.approx(2 * run(par, efficiency=0.5).compute)
-    assert run(par).efficiency == pytest.approx(0.4644)
+    def pipelined(r):
+        return r.compute - r.compute_parts["optimizer"]
+
+    assert pipelined(run(par, efficiency=0.25)) == pytest.approx(2 * pipelined(run(par, efficiency=0.5)))
+    default = run(par)
+    assert 0.5 < default.efficiency <= 1 and "MPT-7B, 8x H100" in default.efficiency_source
 
 
 @settings(max_examples=30, deadline=None)
@@ -84,3 +92,47 @@ def test_more_bandwidth_is_never_slower(scale, tp, pp, zero):
     slow = run(par, AlphaBeta(intra=200e9, inter=25e9), model=MODELS["llama3-8b"])
     fast = run(par, AlphaBeta(intra=200e9 * scale, inter=25e9 * scale), model=MODELS["llama3-8b"])
     assert fast.step_time <= slow.step_time * (1 + 1e-12)
+
+
+def test_ep_overlap_and_flex_dispatch_hide_or_shrink_the_all_to_all(h100):
+    model = MODELS["mixtral-8x7b"]
+    par = P.Parallelism(tp=1, pp=1, dp=64, ep=8, global_batch=64, recompute="none")
+    slow = AlphaBeta(inter=5e9)
+    base = step_time(model, par, h100, slow)
+    overlapped = step_time(model, replace(par, ep_overlap=True), h100, slow)
+    assert base.exposed["ep"] > 0 and overlapped.exposed["ep"] < base.exposed["ep"]
+    assert overlapped.comm_total["ep"] == base.comm_total["ep"]
+
+
+def test_flex_dispatcher_sends_a_token_once_per_remote_domain():
+    from fabricsim.training.comm import engine_comm_model
+    from fabricsim.training.step import dispatch_dedup
+    from fabricsim.training.sweep import cluster_topology
+
+    model = MODELS["deepseek-v3"]
+    topo = cluster_topology("dgx-h100", 64)
+    comm = engine_comm_model(topo)
+    par = P.Parallelism(tp=1, pp=1, dp=64, ep=64)
+    ep = P.ep_groups(par)
+    assert dispatch_dedup(model, par, ep, comm) == 1.0  # the all-to-all dispatcher sends every copy
+    # DeepEP / HybridEP: at most 4 of the 8 nodes (group-limited routing), 8 experts a token
+    flex = dispatch_dedup(model, replace(par, dispatcher="hybridep"), ep, comm)
+    assert flex == pytest.approx(8 * (1 - (7 / 8) ** 4) / 8)
+    inside = P.Parallelism(tp=1, pp=1, dp=64, ep=8, dispatcher="deepep")
+    assert dispatch_dedup(model, inside, P.ep_groups(inside), comm) == 1.0  # one node: nothing to save
+
+
+def test_interleaved_pipeline_sends_overlap_compute(h100):
+    model = MODELS["gpt3-175b"]
+    par = P.Parallelism(tp=8, pp=8, dp=1, vp=2, global_batch=32)
+    slow = AlphaBeta(inter=1e9)
+    on, off = run(par, slow, model=model), run(replace(par, pp_overlap=False), slow, model=model)
+    assert on.exposed["pp"] < off.exposed["pp"] and on.comm_total["pp"] == off.comm_total["pp"]
+
+
+def test_cpu_offloading_is_exposed_only_past_the_passes(h100):
+    model = MODELS["llama3-70b"]
+    par = P.Parallelism(tp=1, pp=1, dp=8, micro_batch=1, global_batch=8, zero=3, offload_layers=40)
+    r = step_time(model, par, h100, AlphaBeta())  # PCIe Gen5: 40 layers' activations per pass
+    assert r.compute_parts["offload"] >= 0
+    assert step_time(model, replace(par, offload_layers=0), h100, AlphaBeta()).compute_parts["offload"] == 0

@@ -139,7 +139,7 @@ def test_training_bad_field_is_an_error(tmp_path, capsys, path, value, expect):
 
 
 @pytest.mark.parametrize("path, value, reason", [
-    ("precision", "fp4", "precision 'fp4' is not modelled: fabricsim times bf16 and fp8"),
+    ("precision", "int4", "precision 'int4' is not modelled: fabricsim times bf16, fp8, fp8-block, mxfp8, nvfp4"),
     ("dp", 3, "tp*pp*cp*dp = 1*1*1*3 does not match the 64 GPUs"),
     ("tokens_per_s_per_gpu", None, None),  # falls back to tflops_per_gpu, absent here: skipped
 ])
@@ -150,9 +150,9 @@ def test_training_rows_it_cannot_score_are_skipped_with_the_reason(tmp_path, pat
 
 
 def test_training_all_skipped_says_why(tmp_path, capsys):
-    f = write(tmp_path, changed(TRAIN, "precision", "fp4"))
+    f = write(tmp_path, changed(TRAIN, "precision", "int4"))
     msg = cli_error(capsys, "validate", "--training", "--data", f)
-    assert msg.startswith("no calibration row could be compared (skipped t: precision 'fp4' is not modelled")
+    assert msg.startswith("no calibration row could be compared (skipped t: precision 'int4' is not modelled")
 
 
 def test_a_valid_row_is_still_scored(tmp_path):

@@ -4,12 +4,19 @@ import pytest
 
 from fabricsim.calibration_data import default_path
 from fabricsim.errors import FabricsimError
-from fabricsim.validation.training import calibration_rows, format_rows, median_error
 from fabricsim.training.comm import engine_comm_model
+from fabricsim.validation.calibration import load_rows
+from fabricsim.validation.training import calibration_rows, format_rows, group_summary, median_error, p90_error
 from tests.conftest import REPORTS
 
 MEASUREMENTS = default_path()
-TARGET_MEDIAN = 15.0  # issue target: median absolute error <= 15% on the training rows
+TARGET_MEDIAN, TARGET_P90 = 10.0, 25.0  # issue 14: over every training row, dense and MoE, Hopper and Blackwell
+
+
+def _unpublished(row: dict) -> bool:
+    """A row whose source publishes neither the architecture (the model name has none in fabricsim) nor a number
+    fabricsim could compare: nothing to predict."""
+    return not any(row.get(k) for k in ("tokens_per_s_per_gpu", "tflops_per_gpu", "mfu"))
 
 
 @pytest.mark.skipif(not MEASUREMENTS.exists(), reason=f"calibration data not found at {MEASUREMENTS}")
@@ -17,15 +24,19 @@ def test_calibration_rows_with_engine_meet_target():
     rows = calibration_rows(MEASUREMENTS, engine_comm_model)
     REPORTS.append("fabricsim validate --training (training throughput vs published runs, engine-timed communication)\n"
                    + format_rows(rows))
-    compared = [r for r in rows if r.error_pct is not None]
-    assert len(compared) >= 30
+    source = {r["id"]: r for r in load_rows(MEASUREMENTS) if r.get("kind") == "training"}
+    assert len(rows) == len(source)
+    for r in rows:  # every row runs, except one that publishes nothing to compare
+        assert not r.skipped or ("no published architecture" in r.skipped and _unpublished(source[r.id])), (r.id, r.skipped)
     assert median_error(rows) <= TARGET_MEDIAN
-    assert all(r.skipped for r in rows if r.predicted is None)
+    assert p90_error(rows) <= TARGET_P90
+    groups = {g for g, *_ in group_summary(rows)}
+    assert {"dense hopper fp8", "moe hopper fp8-block", "dense blackwell nvfp4", "moe blackwell-ultra mxfp8"} <= groups
 
 
 def test_skips_say_why_and_bad_lines_error(tmp_path):
     f = tmp_path / "m.jsonl"
-    row = {"id": "x", "kind": "training", "model": "GPT 1T", "hardware": {"gpu": "H100-SXM", "total_gpus": 8}}
+    row = {"id": "x", "kind": "training", "model": "GPT 462B", "hardware": {"gpu": "H100-SXM", "total_gpus": 8}}
     f.write_text(json.dumps(row) + "\n" + json.dumps({"kind": "collective"}) + "\n")
     rows = calibration_rows(f, comm_factory=lambda topo: None)
     assert len(rows) == 1 and "architecture" in rows[0].skipped
@@ -34,3 +45,21 @@ def test_skips_say_why_and_bad_lines_error(tmp_path):
     f.write_text("{not json\n")
     with pytest.raises(FabricsimError, match="line 1"):
         calibration_rows(f, comm_factory=lambda topo: None)
+
+
+def test_row_settings_follow_each_source():
+    from fabricsim.validation import training as V
+
+    assert [V._precision(t) for t in ("NVFP4", "MXFP8", "FP8 (per footnote; 1x128/128x128 blockwise)", "amp_fp8",
+                                      "amp_bf16", "")] == ["nvfp4", "mxfp8", "fp8-block", "fp8", "bf16", "bf16"]
+    assert V._model_key("DeepSeekV3 (dropless)") == "deepseek-v3" and V._model_key("GPT OSS 120B") == "gpt-oss-120b"
+    assert V._model_key("GPT-3 175B (slightly >175B, vocab 131072)") == "gpt3-175b-v131k"
+    row = {"id": "train-narayanan-1t", "source": "arXiv:2104.04473", "model": "GPT 1T (1008B)", "precision": None}
+    par = V._layout(row, 3072, "gpt-1t", V._framework(row))
+    assert (par.tp, par.pp, par.global_batch, par.recompute, par.zero) == (8, 64, 3072, "full", 0)
+    row = {"id": "x", "source": "github:NVIDIA/Megatron-LM README.md", "global_batch": 1152, "precision": None}
+    assert V._layout(row, 96, "gpt3-175b-v131k", V._framework(row))["tp_overlap"] is True  # no layout: searched
+    row = {"id": "m", "framework": "Megatron-Bridge/Megatron-Core", "tp": 2, "pp": 4, "vp": 5, "cp": 1, "dp": 8,
+           "fsdp": 0, "micro_batch": 1, "global_batch": 256, "precision": "NVFP4", "hardware": {"gpu": "GB200"}}
+    par = V._layout(row, 64, "llama3-70b", V._framework(row))
+    assert not par.tp_overlap and not par.grad_fp32 and par.precision == "nvfp4" and par.zero == 1

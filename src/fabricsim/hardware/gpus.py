@@ -31,6 +31,13 @@ class GPU:
     source: str
     notes: str = ""
     c2c_link: str | None = None  # NVLink-C2C to a Grace CPU (GB200 / GB300), else None
+    fp4_flops: float = 0.0  # dense NVFP4 / MXFP4 tensor FLOP/s (Blackwell data-centre parts), 0.0 if none
+
+    @property
+    def block_scaled(self) -> bool:
+        """Tensor cores that apply micro-block scales inside the MMA (MXFP8, NVFP4): Blackwell's 5th generation
+        (NVIDIA Blackwell architecture technical brief, 'second-generation Transformer Engine'); Hopper has none."""
+        return self.arch == "blackwell"
 
 
 T = 1e12  # tera
@@ -82,22 +89,28 @@ def _gpus() -> list[GPU]:
             source="HGX/DGX B200 (1,000 W): Klockwood-B200, hmc-tech [S]; NV-B200-RA '72 PFLOPS FP8, 1,440 GB HBM3' "
                    "for 8 GPUs [V]; NVLink 5 x18 = 1.8 TB/s bidir (NV-NVLink) [V]",
             notes="180 GB = DGX B200 1,440 GB / 8 (192 GB at launch; conflict #6). 8 TB/s from NVIDIA system "
-                  "totals (7.7 TB/s in some sheets; #7). Host PCIe Gen5 though the die supports Gen6 (#11)"),
+                  "totals (7.7 TB/s in some sheets; #7). Host PCIe Gen5 though the die supports Gen6 (#11). "
+                  "FP4 9,000 TF dense (18,000 sparse; hardware.md s1a, NV-B200-RA '144 PFLOPS FP4' for 8 GPUs)",
+            fp4_flops=9000 * T),
         GPU("B300", "blackwell", 10.3, 2250 * T, 4500 * T, 288 * GB, 8e12, "nvlink5", 18, "pcie6", 1100,
             source="HGX B300 (Blackwell Ultra): Klockwood-B300 [S], verda.com [S]; NVLink 5 x18 [S]",
             notes="HGX B300 power envelope 1,100 W (GB300: 1,400 W, conflict #8). Host PCIe Gen6 through the "
-                  "ConnectX-8 PCIe switch [S]"),
+                  "ConnectX-8 PCIe switch [S]. FP4 13,500 TF dense = HGX B300 108 PF dense / 8 (hardware.md conflict #8 "
+                  "lists 105-108; Blackwell Ultra adds 50% dense NVFP4 over Blackwell: Hot Chips 2025 via tomshardware.com)",
+            fp4_flops=13500 * T),
         GPU("GB200", "blackwell", 10.0, 2500 * T, 5000 * T, 186 * GB, 8e12, "nvlink5", 18, "pcie5", 1200,
             source="B200 inside the GB200 superchip (1,200 W): Klockwood-B200 [S]; 186 GB [D: 13.4-13.5 TB / 72]; "
                    "8 TB/s [D: 576 TB/s / 72]; NV-GB200-UG [V]",
             notes="one GPU of the superchip (1 Grace + 2 B200); 5 PF dense FP8 at 1,200 W, not the 4.5 PF HGX "
-                  "value (conflict #9). CX-7 NICs on PCIe Gen5 of the compute tray [U: Grace- or GPU-attached]",
-            c2c_link="nvlink-c2c"),
+                  "value (conflict #9). CX-7 NICs on PCIe Gen5 of the compute tray [U: Grace- or GPU-attached]. "
+                  "FP4 10,000 TF dense (hardware.md s1a; Hot Chips 2025 table via tomshardware.com: 10 PF per package)",
+            c2c_link="nvlink-c2c", fp4_flops=10000 * T),
         GPU("GB300", "blackwell", 10.3, 2500 * T, 5000 * T, 288 * GB, 8e12, "nvlink5", 18, "pcie6", 1400,
             source="B300 inside GB300 NVL72: [D] rack 360 PF BF16 / 720 PF FP8 sparse / 72 / 2; 288 GB HBM3e; "
                    "8 TB/s (rack 576 TB/s); 1,400 W; Klockwood-B300, verda [S], NVL72 AI-factory RA [V]",
-            notes="one GPU of the superchip (1 Grace + 2 B300); CX-8 800G NIC on PCIe Gen6",
-            c2c_link="nvlink-c2c"),
+            notes="one GPU of the superchip (1 Grace + 2 B300); CX-8 800G NIC on PCIe Gen6. FP4 15,000 TF dense "
+                  "(Hot Chips 2025, 'Blackwell Ultra: 15 PF dense NVFP4 per package, +50% over Blackwell', via tomshardware.com)",
+            c2c_link="nvlink-c2c", fp4_flops=15000 * T),
         GPU("L40S", "ada", 8.9, 362.05 * T, 733 * T, 48 * GB, 864 * GB, None, 0, "pcie4", 350,
             source="L40S: mullet.se L40/L40S datasheet table, omegaco.ae [S]",
             notes="no NVLink. TDP 350 W (NVIDIA datasheet) over 300 W (TechPowerUp), conflict #14"),

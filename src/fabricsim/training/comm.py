@@ -7,7 +7,11 @@ For one call (a collective run by every group of one type at once):
    port), so all groups take the solo time (symmetry: no need to simulate thousands of identical groups);
 3. otherwise every group runs the picked schedule at once, as one schedule of disjoint copies
    (`schedules.replicate`), so groups that share NICs, leaves or spines slow each other down; the call takes
-   as long as the slowest group.
+   as long as the slowest group;
+4. groups that take unequal shares of the NVLink domains they span (a job filling part of its last NVL72 rack:
+   256 GPUs on 72-GPU racks) are timed as one even group of the same size over the same number of domains (or
+   the fewest more that split it evenly), alone: NCCL's rings and trees pass every GPU either way, and the
+   even proxy sends the same bytes over the same number of domains' NICs.
 Results are cached per (collective, groups, bytes); `last_detail` holds the pick and the bottleneck links.
 """
 
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fabricsim.engine import simulate
+from fabricsim.errors import FabricsimError
 from fabricsim.schedules.replicate import replicate
 from fabricsim.topology.model import Topology
 from fabricsim.tuner.select import best
@@ -30,10 +35,11 @@ class EngineCommModel:
     topo: Topology
     level: str = "analytical"
     last_detail: dict | None = None
+    placement: np.ndarray | None = None  # GPU of each Megatron rank (None: rank r runs on GPU r)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def time(self, collective: str, groups: np.ndarray, nbytes: float) -> float:
-        groups = np.ascontiguousarray(groups, dtype=np.int32)
+        groups = np.ascontiguousarray(groups if self.placement is None else self.placement[groups], dtype=np.int32)
         nbytes = max(ELEM_SIZE * groups.shape[1], int(round(nbytes / ELEM_SIZE / groups.shape[1])) * ELEM_SIZE * groups.shape[1])
         key = (collective, groups.shape, groups.tobytes(), nbytes)
         if key not in self._cache:
@@ -42,9 +48,17 @@ class EngineCommModel:
         return t
 
     def _time(self, collective: str, groups: np.ndarray, nbytes: int) -> tuple[float, dict]:
-        choice = best(self.topo, collective, nbytes, ranks=groups[0], elem_size=ELEM_SIZE, level=self.level)
-        result = choice.result
         domains = self.topo.gpu_domain[groups]
+        proxy = even_proxy(self.topo, groups) if collective != "sendrecv" else None
+        if proxy is not None:
+            choice = best(self.topo, collective, nbytes, ranks=proxy, elem_size=ELEM_SIZE, level=self.level)
+            detail = {"algorithm": choice.algorithm, "protocol": choice.protocol, "groups": len(groups),
+                      "bound": choice.result.bound, "bottlenecks": [b.name for b in choice.result.bottlenecks],
+                      "proxy": "uneven NVLink-domain shares timed as an even group"}
+            return float(choice.result.time), detail
+        spread = int(np.argmax([len(np.unique(d)) for d in domains])) if len(groups) > 1 else 0
+        choice = best(self.topo, collective, nbytes, ranks=groups[spread], elem_size=ELEM_SIZE, level=self.level)
+        result = choice.result
         if len(groups) > 1 and not (domains == domains[:, :1]).all():
             job = choice.job
             result = max((simulate(self.topo, replicate(job.schedule, len(layer)), nbytes, elem_size=ELEM_SIZE,
@@ -54,6 +68,32 @@ class EngineCommModel:
         detail = {"algorithm": choice.algorithm, "protocol": choice.protocol, "groups": len(groups),
                   "bound": result.bound, "bottlenecks": [b.name for b in result.bottlenecks]}
         return float(result.time), detail
+
+
+def even_proxy(topo: Topology, groups: np.ndarray) -> np.ndarray | None:
+    """An even stand-in for groups that take unequal shares of their NVLink domains (see the module docstring), or None
+    when every group is even (equal GPUs from each domain it spans, domain by domain)."""
+    dom = np.asarray(topo.gpu_domain)
+    size = groups.shape[1]
+    uneven = None
+    for g in groups:
+        d = dom[g]
+        change = np.flatnonzero(np.diff(d)) + 1
+        counts = np.diff(np.concatenate([[0], change, [len(d)]]))
+        if len(np.unique(d)) != len(counts) or not np.all(counts == counts[0]):
+            uneven = d
+            break
+    if uneven is None:
+        return None
+    per_domain = np.bincount(dom)
+    k = len(np.unique(uneven))
+    while k <= len(per_domain) and (size % k or size // k > per_domain.min()):
+        k += 1
+    if k > len(per_domain):
+        raise FabricsimError(f"a {size}-GPU group cannot be laid evenly over the NVLink domains of {topo.name}: "
+                             "choose a layout whose groups fill whole domains or fit in one")
+    first = np.concatenate([[0], np.cumsum(per_domain)[:-1]])
+    return np.concatenate([first[i] + np.arange(size // k) for i in range(k)]).astype(np.int32)
 
 
 def disjoint_layers(groups: np.ndarray) -> list[np.ndarray]:

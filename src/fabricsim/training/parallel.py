@@ -12,15 +12,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from fabricsim.errors import FabricsimError
+from fabricsim.training.compute import RECOMPUTE_MODULES, stage_plan
 from fabricsim.training.models import ModelSpec
+from fabricsim.training.precision import PRECISIONS as _PRECISIONS
 
-PRECISIONS = ("bf16", "fp8")
-RECOMPUTE = ("none", "selective", "full")
+PRECISIONS = tuple(_PRECISIONS)
+RECOMPUTE = ("none", "selective", "full")  # or a comma-separated list of RECOMPUTE_MODULES (Megatron recompute_modules)
+DISPATCHERS = ("alltoall", "deepep", "hybridep")  # Megatron-Core moe_token_dispatcher_type / flex backends
 
-# Mixed-precision Adam bytes per parameter (Rajbhandari et al. 2020, ZeRO, sec. 3.1): bf16 weights (2),
-# bf16 gradients (2), fp32 master weights + momentum + variance (12). ZeRO stage k shards the last
-# k of (optimizer, gradients, weights) over the data-parallel (x context-parallel) group.
-WEIGHT_BYTES, GRAD_BYTES, OPTIMIZER_BYTES = 2, 2, 12
+WEIGHT_BYTES = 2  # BF16 weights: what a ZeRO-3 / FSDP gather moves when parameters are not gathered in FP8
 ACT_BYTES = 2  # activations and their gradients travel as bf16 (Transformer Engine keeps FP8 inside GEMMs)
 
 
@@ -40,8 +40,18 @@ class Parallelism:
     global_batch: int = 0  # 0: micro_batch * dp (one micro-batch per step)
     precision: str = "bf16"
     recompute: str = "selective"
-    tp_overlap: bool = False  # TP comm overlapped with GEMMs (Transformer Engine userbuffers)
+    tp_overlap: bool = False  # TP comm overlapped with GEMMs (Transformer Engine userbuffers, --tp-comm-overlap)
     allow_tp_spill: bool = False
+    etp: int = 1  # expert tensor parallel size (Megatron-Bridge's MoE recipes: 1; MoE parallel folding)
+    capacity_factor: float = 0.0  # 0: dropless; else each expert computes capacity_factor x its balanced share
+    moe_imbalance: float = 1.0  # routed rows on the busiest EP rank over the mean (1: force-balanced, as benchmarks)
+    ep_overlap: bool = False  # EP all-to-all overlapped with another micro-batch (--overlap-moe-expert-parallel-comm)
+    dp_overlap: bool = True  # --overlap-grad-reduce and --overlap-param-gather (on in Megatron-Bridge recipes)
+    grad_fp32: bool = True  # gradients accumulated and reduced in FP32 (Megatron-LM BF16 default)
+    fp8_param_gather: bool | None = None  # gather parameters in FP8 (None: the precision's Megatron-Bridge default)
+    pp_overlap: bool = True  # interleaved 1F1B sends overlap compute (Megatron overlap_p2p_comm, set when vp > 1)
+    dispatcher: str = "alltoall"  # MoE token dispatcher: alltoall | deepep | hybridep (Megatron's flex backends)
+    offload_layers: int = 0  # layers whose activations live in host memory (Megatron cpu_offloading_num_layers)
 
     @property
     def n_gpus(self) -> int:
@@ -58,7 +68,8 @@ class Parallelism:
 
     def label(self) -> str:
         parts = [f"tp{self.tp}", f"pp{self.pp}" + (f"v{self.vp}" if self.vp > 1 else ""), f"dp{self.dp}"]
-        parts += [f"cp{self.cp}"] * (self.cp > 1) + [f"ep{self.ep}"] * (self.ep > 1) + [f"z{self.zero}"] * (self.zero > 0)
+        parts += [f"cp{self.cp}"] * (self.cp > 1) + [f"ep{self.ep}"] * (self.ep > 1) + [f"etp{self.etp}"] * (self.etp > 1)
+        parts += [f"z{self.zero}"] * (self.zero > 0)
         return " ".join(parts)
 
 
@@ -102,9 +113,13 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
     if par.zero not in (0, 1, 2, 3):
         raise FabricsimError(f"zero must be 0, 1, 2 or 3 (got {par.zero})")
     if par.precision not in PRECISIONS:
-        raise FabricsimError(f"unknown precision '{par.precision}': use {' or '.join(PRECISIONS)}")
-    if par.recompute not in RECOMPUTE:
-        raise FabricsimError(f"unknown recompute '{par.recompute}': use one of {', '.join(RECOMPUTE)}")
+        raise FabricsimError(f"unknown precision '{par.precision}': use one of {', '.join(PRECISIONS)}")
+    check_recompute(par.recompute)
+    if par.dispatcher not in DISPATCHERS:
+        raise FabricsimError(f"unknown dispatcher '{par.dispatcher}': use one of {', '.join(DISPATCHERS)}")
+    if par.capacity_factor < 0 or par.moe_imbalance < 1:
+        raise FabricsimError(f"capacity_factor must be >= 0 (0: dropless) and moe_imbalance >= 1 (got "
+                             f"{par.capacity_factor}, {par.moe_imbalance})")
     if par.n_gpus != n_gpus:
         raise FabricsimError(
             f"tp*pp*cp*dp = {par.tp}*{par.pp}*{par.cp}*{par.dp} = {par.n_gpus} but the job has {n_gpus} GPUs: make the product equal the GPU count")
@@ -120,128 +135,121 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
                              f"(got {model.seq}): use an even --seq, or cp 1")
     if model.seq % par.cp or par.cp > 1 and (model.seq // par.cp) % 2:
         raise FabricsimError(f"sequence length {model.seq} cannot be split into 2*cp = {2 * par.cp} chunks (Megatron CP load balancing): use a cp that divides {model.seq // 2}")
-    if par.ep > 1:
+    if par.offload_layers < 0:
+        raise FabricsimError(f"offload_layers must be >= 0 (got {par.offload_layers})")
+    if par.etp < 1:
+        raise FabricsimError(f"etp must be at least 1 (got {par.etp})")
+    if par.ep > 1 or par.etp > 1:
         if not model.is_moe:
-            raise FabricsimError(f"ep={par.ep} needs a mixture-of-experts model; {model.name} is dense: use ep=1")
+            raise FabricsimError(f"ep={par.ep} / etp={par.etp} need a mixture-of-experts model; {model.name} is dense: use ep=1")
         if model.experts % par.ep:
             raise FabricsimError(f"ep={par.ep} does not divide the {model.experts} experts of {model.name}: use a divisor of {model.experts}")
-        if (par.dp * par.cp) % par.ep:
-            raise FabricsimError(f"ep={par.ep} must divide dp*cp = {par.dp * par.cp} (Megatron carves EP out of the data-parallel ranks): change ep or dp")
+        stage = par.tp * par.cp * par.dp
+        if stage % (par.ep * par.etp):
+            raise FabricsimError(
+                f"ep*etp = {par.ep}*{par.etp} must divide tp*cp*dp = {stage}, the GPUs of a pipeline stage (Megatron's MoE "
+                "parallel folding lays expert groups over them): change ep, etp or dp")
+        if model.moe_ffn % par.etp:
+            raise FabricsimError(f"etp={par.etp} does not divide the expert width {model.moe_ffn}: use a divisor of it")
     if par.tp > 1 and not par.allow_tp_spill and (par.tp > gpus_per_domain or gpus_per_domain % par.tp):
         raise FabricsimError(
             f"tp={par.tp} does not fit in the {gpus_per_domain}-GPU NVLink domain, so TP traffic would cross the scale-out network: "
             f"use tp <= {gpus_per_domain} dividing it, or allow TP spill explicitly")
     if hbm_bytes is not None:
-        need = memory_per_gpu(model, par)
-        if need > hbm_bytes:
-            raise FabricsimError(
-                f"the layout needs about {need / 1e9:.1f} GB per GPU but the GPU has {hbm_bytes / 1e9:.1f} GB "
-                f"({(need - hbm_bytes) / 1e9:.1f} GB over): raise tp/pp, use zero 3 or full recompute, or lower micro_batch")
-    uneven = _uneven_group(par, gpus_per_domain)
-    if uneven:
-        raise FabricsimError(
-            f"the {uneven} groups of {par.label()} do not all take the same number of GPUs from each {gpus_per_domain}-GPU "
-            f"NVLink domain they span, so one collective timing cannot stand for all of them: {_ALIGN_FIX[uneven]}")
+        need = memory_breakdown(model, par)
+        if need.total > hbm_bytes:
+            raise FabricsimError(over_hbm(need, hbm_bytes))
 
 
-_ALIGN_FIX = {
-    "tp": "use a tp that divides the NVLink domain",
-    "cp": "use a cp whose groups (cp x tp GPUs) fit whole NVLink domains, or divide one",
-    "dp": "choose pp so that each pipeline stage (tp x cp x dp GPUs) is a multiple or a divisor of the NVLink domain",
-    "ep": "use an ep whose groups (ep x tp x cp GPUs) are a multiple or a divisor of the NVLink domain",
-    "expert dp": "use an ep and pp whose expert data-parallel groups spread evenly over the NVLink domains",
-}
+
+def check_recompute(spec: str) -> None:
+    """Raise FabricsimError unless `spec` is none, selective, full or a comma-separated list of recompute modules."""
+    if spec in RECOMPUTE:
+        return
+    bad = [m for m in spec.split(",") if m not in RECOMPUTE_MODULES]
+    if bad or not spec:
+        raise FabricsimError(f"unknown recompute '{spec}': use none, selective (core attention), full, or a comma-separated "
+                             f"list of Megatron recompute modules ({', '.join(RECOMPUTE_MODULES)})")
 
 
-def _uneven_group(par: Parallelism, gpus_per_domain: int) -> str | None:
-    """The first communicating group kind (tp, cp, dp, ep, expert dp) whose groups are not all alike across NVLink
-    domains (GPU rank r sits in domain r // gpus_per_domain): every group must take the same number of GPUs from each
-    domain it spans, as the communication model times one group and applies it to all; None when all are alike."""
-    if par.n_gpus <= gpus_per_domain:
-        return None
-    for name, groups in (("tp", tp_groups(par)), ("cp", cp_groups(par)), ("dp", dp_cp_groups(par)), ("ep", ep_groups(par)),
-                         ("expert dp", expert_dp_groups(par))):
-        if groups.shape[1] < 2:
-            continue
-        width = par.n_gpus // gpus_per_domain + 1
-        key = np.arange(groups.shape[0])[:, None] * width + groups // gpus_per_domain
-        _, counts = np.unique(key, return_counts=True)
-        if counts.min() != counts.max():  # then every group spans size / count domains, count GPUs each
-            return name
-    return None
+def over_hbm(need, hbm_bytes: float) -> str:
+    """The message for a layout whose memory estimate exceeds the GPU's HBM."""
+    return (f"the layout needs about {need.total / 1e9:.1f} GB per GPU but the GPU has {hbm_bytes / 1e9:.1f} GB "
+            f"({(need.total - hbm_bytes) / 1e9:.1f} GB over; {need.text()}): raise tp/pp, use zero 3 or more recompute "
+            "(--recompute full or a module list), or lower micro_batch")
 
 
 def stage_layers(model: ModelSpec, par: Parallelism) -> int:
-    """Layers the busiest GPU runs per micro-batch, over its vp virtual stages. Layers that do not divide into
-    pp*vp stages are spread as Megatron's uneven pipelines do (some stages one layer more); the busiest stage
-    sets the pipeline's pace (Llama 3 405B: 126 layers on pp=16)."""
-    return -(-model.layers // (par.pp * par.vp)) * par.vp
+    """Layers the busiest pipeline rank runs per micro-batch, over its vp virtual stages (`compute.stage_plan`:
+    Megatron's even split, embedding and loss counted as layers when that makes 126 layers fill pp x vp = 128, else
+    the leading stages one layer more)."""
+    plan = stage_plan(model, par.pp, par.vp)
+    return max(d + m for d, m in zip(plan.dense, plan.moe))
 
 
 def params_per_gpu(model: ModelSpec, par: Parallelism) -> float:
-    """Parameters held by the busiest GPU (the first stage, which also holds the embedding)."""
-    layer_dense = (model.params - model.embedding_params - model.expert_params) / model.layers
-    layer_expert = model.expert_params / model.layers
-    per_stage = stage_layers(model, par)
-    embedding = model.embedding_params if par.pp == 1 else model.vocab * model.hidden
-    return (per_stage * layer_dense + embedding) / par.tp + per_stage * layer_expert / (par.tp * par.ep)
+    """Parameters held by the first pipeline stage's GPU (which also holds the embedding)."""
+    from fabricsim.training.memory import shard_params
+
+    return sum(shard_params(model, par))
+
+
+def memory_breakdown(model: ModelSpec, par: Parallelism):
+    """`training.memory.memory`: HBM of the most loaded GPU as Megatron counts it, by what holds it."""
+    from fabricsim.training.memory import memory
+
+    return memory(model, par)
 
 
 def memory_per_gpu(model: ModelSpec, par: Parallelism) -> float:
-    """Bytes of HBM the first pipeline stage needs: weights, gradients, optimizer state, activations.
-
-    Activations per layer follow Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 with FlashAttention
-    (no s x s scores stored, which is also what selective recompute saves): s*b*h*(34/t) with sequence
-    parallelism, s*b*h*(10 + 24/t) without; full recompute keeps only each layer's input, 2*s*b*h (/t with SP).
-    The first stage holds pp micro-batches of L/pp layers (= L layers) under 1F1B, times
-    (1 + (pp-1)/(pp*vp)) when interleaved (same paper, sec. 4.2.3). Framework workspace is not counted.
-    """
-    shard = par.dp * par.cp
-    states = params_per_gpu(model, par) * (
-        WEIGHT_BYTES / (shard if par.zero >= 3 else 1)
-        + GRAD_BYTES / (shard if par.zero >= 2 else 1)
-        + OPTIMIZER_BYTES / (shard if par.zero >= 1 else 1)
-    )
-    sbh = model.seq / par.cp * par.micro_batch * model.hidden
-    if par.recompute == "full":
-        per_layer = 2 * sbh / (par.tp if par.sp else 1)
-    else:
-        per_layer = sbh * (34 / par.tp if par.sp else 10 + 24 / par.tp)
-    in_flight_layers = stage_layers(model, par) * min(par.pp, par.micro_batches)  # 1F1B: up to pp micro-batches of a stage
-    interleave = 1 + (par.pp - 1) / (par.pp * par.vp) if par.vp > 1 else 1
-    return states + per_layer * in_flight_layers * interleave
+    """Bytes of HBM the first pipeline stage needs (`memory_breakdown(...).total`)."""
+    return memory_breakdown(model, par).total
 
 
-def layout_candidates(model: ModelSpec, n_gpus: int, gpus_per_domain: int, **overrides) -> list[Parallelism]:
+def layout_candidates(model: ModelSpec, n_gpus: int, gpus_per_domain: int, *, interleaved: bool = False,
+                      **overrides) -> list[Parallelism]:
     """Megatron layouts of `n_gpus` GPUs to try, smallest PP first and for each the smallest TP inside the NVLink
     domain first (TP over NVLink is cheaper than a pipeline bubble, so TP grows first); for a mixture of experts,
-    every such layout with EP 1 (Megatron's default) comes before those with larger expert-parallel sizes. A `tp`, `pp` or `ep` in
-    `overrides` fixes that size; the other overrides (micro_batch, global_batch, precision, ...) are kept."""
-    tp, pp, ep = overrides.pop("tp", None), overrides.pop("pp", None), overrides.pop("ep", None)
+    every such layout with EP 1 (Megatron's default) comes before those with larger expert-parallel sizes (a power of
+    two dividing the experts, folded over the stage's TP x CP x DP GPUs). With `interleaved`, pipelines also try every
+    virtual-stage count vp that splits the layers evenly (or with the embedding and loss as layers). A `tp`, `pp`,
+    `ep` or `vp` in `overrides` fixes that size; the other overrides (micro_batch, global_batch, precision, ...) are
+    kept."""
+    tp, pp, ep, vp = (overrides.pop(k, None) for k in ("tp", "pp", "ep", "vp"))
     tps = [tp] if tp else [t for t in (1, 2, 4, 8, 16, 32, 64, 72)
                            if t <= gpus_per_domain and gpus_per_domain % t == 0 and model.heads % t == 0]
     pps = [pp] if pp else [p for p in range(1, model.layers + 1) if n_gpus % p == 0]
+    etp = overrides.get("etp", 1)
     out = []
     for p in pps:
+        if vp:
+            vps = [vp]
+        elif interleaved and p > 1:
+            vps = [v for v in range(1, model.layers // p + 1)
+                   if v == 1 or model.layers % (p * v) == 0 or (model.layers + 2) % (p * v) == 0]
+        else:
+            vps = [1]
         for t in tps:
             if n_gpus % (t * p * overrides.get("cp", 1)):
                 continue
-            par = resolve(Parallelism(tp=t, pp=p, **overrides), n_gpus, model.seq)
-            # a mixture of experts may also shard its experts over a power of two of the DP x CP ranks
-            powers = (1 << k for k in range(12))
-            eps = ([ep] if ep else [e for e in powers if not model.experts % e and not (par.dp * par.cp) % e]
-                   if model.is_moe else [ep or 1])
-            out += [replace(par, ep=e) for e in eps]
+            for v in vps:
+                par = resolve(Parallelism(tp=t, pp=p, vp=v, **overrides), n_gpus, model.seq)
+                stage = par.tp * par.cp * par.dp
+                powers = (1 << k for k in range(16))
+                eps = ([ep] if ep else [e for e in powers if e <= model.experts and not model.experts % e
+                                        and not stage % (e * etp)]
+                       if model.is_moe else [ep or 1])
+                out += [replace(par, ep=e) for e in eps]
     return sorted(out, key=lambda par: par.ep)  # stable: EP 1 layouts first, as without experts
 
 
 def fitting_layouts(model: ModelSpec, n_gpus: int, gpus_per_domain: int, hbm_bytes: float, *, first: bool = False,
-                    **overrides) -> list[Parallelism]:
+                    interleaved: bool = False, **overrides) -> list[Parallelism]:
     """The `layout_candidates` that pass `validate` (fit in HBM, split the batch, spread evenly over NVLink domains,
     ...), in the same order (`first`: stop at the first); none fitting is a FabricsimError naming the rule the least
     memory-hungry candidate broke."""
     fits, failed = [], []
-    candidates = layout_candidates(model, n_gpus, gpus_per_domain, **overrides)
+    candidates = layout_candidates(model, n_gpus, gpus_per_domain, interleaved=interleaved, **overrides)
     for par in candidates:
         try:
             validate(model, par, n_gpus, gpus_per_domain, hbm_bytes)
@@ -293,15 +301,22 @@ def dp_cp_groups(par: Parallelism) -> np.ndarray:
     return _grid(par).transpose(0, 3, 1, 2).reshape(-1, par.dp * par.cp)
 
 
+def _expert_grid(par: Parallelism) -> np.ndarray:
+    """Megatron rank of every (pp, edp, ep, etp) coordinate: Megatron-Core's expert RankGenerator ('tp-ep-dp-pp' with
+    etp in tp's place) lays the expert groups over each pipeline stage's tp x cp x dp ranks (MoE parallel folding)."""
+    stage = par.tp * par.cp * par.dp
+    return np.arange(par.n_gpus, dtype=np.int64).reshape(par.pp, stage // (par.ep * par.etp), par.ep, par.etp)
+
+
 def ep_groups(par: Parallelism) -> np.ndarray:
-    """Expert-parallel groups: consecutive `ep` ranks of each DP x CP group (cp innermost)."""
-    return dp_cp_groups(par).reshape(-1, par.ep)
+    """Expert-parallel groups: ranks at stride etp inside each pipeline stage (consecutive when etp = 1)."""
+    return _expert_grid(par).transpose(0, 1, 3, 2).reshape(-1, par.ep)
 
 
 def expert_dp_groups(par: Parallelism) -> np.ndarray:
-    """Ranks holding the same expert shard, which reduce its gradients together: every ep-th rank of a DP x CP group."""
-    g = dp_cp_groups(par)
-    return g.reshape(g.shape[0], -1, par.ep).transpose(0, 2, 1).reshape(-1, g.shape[1] // par.ep)
+    """Ranks holding the same expert shard, which reduce its gradients together."""
+    g = _expert_grid(par)
+    return g.transpose(0, 2, 3, 1).reshape(-1, g.shape[1])
 
 
 def pp_pairs(par: Parallelism) -> np.ndarray:

@@ -1,17 +1,31 @@
 """Predicted vs measured training throughput for the `kind == 'training'` rows of a calibration file.
 
 Each row is compared on the quantity it publishes, in its own convention: tokens/s per GPU when given
-(independent of FLOP conventions), else model TFLOP/s per GPU (NeMo: megatron convention at the
-run's precision), else MFU (MosaicML counts all parameters incl. embeddings plus attention, 'mosaic').
+(independent of FLOP conventions), else model TFLOP/s per GPU, else MFU, each counted as its source counts it
+(NeMo and Megatron: 'megatron'; Megatron-Bridge: 'megatron-bridge'; Narayanan et al. 2021: 'narayanan', which
+includes the recomputed forward; MosaicML: 'mosaic', all parameters plus attention).
 Layouts follow each framework's documented settings:
-- NeMo / Megatron-Core rows: the row's tp/pp/cp/dp/vp, distributed optimizer (ZeRO-1), sequence parallel
-  and TP comm overlap when tp > 1, no activation recompute (NeMo-Framework-Launcher training configs:
-  `optim.name: distributed_fused_adam`, `sequence_parallel: true`, `ub_tp_comm_overlap: true`,
-  `activations_checkpoint_granularity: null`).
-- MosaicML rows: FSDP FULL_SHARD over all GPUs (ZeRO-3), full recompute when the row's notes say
-  "Activation checkpointing=True".
-The memory check is skipped: these runs are known to fit. Rows without a layout, batch or measurement are
-skipped with the reason.
+- NeMo 24.07 rows: the row's tp/pp/cp/dp/vp, distributed optimizer (ZeRO-1), sequence parallel and TP comm overlap
+  when tp > 1, no activation recompute (NeMo-Framework-Launcher training configs: `optim.name:
+  distributed_fused_adam`, `sequence_parallel: true`, `ub_tp_comm_overlap: true`, `activations_checkpoint_granularity:
+  null`).
+- Megatron-Bridge rows (scripts/performance of NVIDIA-NeMo/Megatron-Bridge): the row's layout, the distributed
+  optimizer with overlapped gradient reduce and parameter gather, BF16 gradient reduction (`grad_reduce_in_fp32 =
+  False`), sequence parallel and TP comm overlap when tp > 1 (off for NVFP4, as `llama3_llm_pretrain.py` sets),
+  Megatron-FSDP (ZeRO-3) when the row's FSDP column is set, selective recompute (the recipes' `recompute_granularity
+  = "selective"`) with the recompute modules the performance configs add (`BRIDGE_RECOMPUTE`), MoE: expert tensor
+  parallel 1, CPU activation offloading with Megatron-FSDP as those configs set it (`BRIDGE_OFFLOAD`), dropless and force-balanced routing (the performance summary's
+  footnote), the all-to-all not overlapped (`moe_a2a_overlap = False`), FP8 parameter gather for FP8 and MXFP8.
+- Megatron-LM README rows: no layout is published (a figure only), so fabricsim's layout search picks one as a user
+  would (`--search`), micro-batch 1 (Megatron-Bridge's and Megatron-LM's example default), the README's overlaps
+  (`--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap`) and the distributed optimizer.
+- Narayanan et al. 2021 rows: the run scripts of that paper (Megatron-LM examples/academic_paper_scripts/sc21):
+  `--activations-checkpoint-method uniform` (full recompute), no distributed optimizer, no overlapped reduction,
+  micro-batch 1 for the largest models; the 1T run's layout and batch from run_table_1.sh.
+- MosaicML rows: FSDP FULL_SHARD over all GPUs (ZeRO-3) gathering BF16 weights, full recompute when the row's notes
+  say "Activation checkpointing=True".
+The memory check is skipped: these runs are known to fit (the estimate is printed beside each row). Rows without a
+layout the sources publish, a batch or a measurement are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -22,18 +36,47 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fabricsim import hardware, topology
+from fabricsim import hardware
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
 from fabricsim.training import parallel as P
+from fabricsim.training.efficiency import family
 from fabricsim.training.models import MODELS
 from fabricsim.training.step import CommModel, step_time
-from fabricsim.training.sweep import cluster_topology
+from fabricsim.training.sweep import cluster_topology, comm_for, fastest_layout
 from fabricsim.validation.calibration import field, load_rows, row_error
 
-# Catalog GPU -> the preset of its documented node (DGX H100: 8 x CX-7 NDR 400G; DGX A100: 8 x 200G, the same
-# 1,600 Gb/s per node as MosaicML's RoCE A100 clusters), with the row's GPU variant swapped in.
-PRESET_FOR_GPU = {"H100": "dgx-h100", "A100-80GB": "dgx-a100", "A100-40GB": "dgx-a100"}
+# Catalog GPU -> the preset of its documented system (DGX H100: 8 x CX-7 NDR 400G; DGX A100: 8 x 200G, the same
+# 1,600 Gb/s per node as MosaicML's RoCE A100 clusters; DGX B200 / B300; GB200 / GB300 NVL72 racks, of which a
+# 64-GPU job uses 16 trays of one rack), with the row's GPU variant swapped in.
+PRESET_FOR_GPU = {"H100": "dgx-h100", "A100-80GB": "dgx-a100", "A100-40GB": "dgx-a100", "B200": "dgx-b200",
+                  "B300": "dgx-b300", "GB200": "gb200-nvl72", "GB300": "gb300-nvl72"}
+
+# Model names in the rows that are not the built-in name spelled differently.
+MODEL_ALIASES = {
+    "gpt3175bslightly175bvocab131072": "gpt3-175b-v131k",  # Megatron-LM README strong-scaling model
+    "gpt1t1008b": "gpt-1t",  # Narayanan et al. 2021 Table 1
+    "deepseekv3dropless": "deepseek-v3",  # the same architecture, trained without token dropping
+}
+
+# Megatron-Bridge's MoE token dispatcher per model (recipes/deepseek/deepseek_v3.py: moe_flex_dispatcher_backend =
+# "hybridep", kept by the performance configs; GPT-OSS's provider: moe_token_dispatcher_type = "alltoall").
+BRIDGE_DISPATCHER = {"deepseek-v3": "hybridep"}
+# CPU activation offloading of Megatron-Bridge's Llama 3 70B FSDP configs (llama3_workload_base_configs.py:
+# cpu_offloading_num_layers): (model, GPU, precision) -> layers.
+BRIDGE_OFFLOAD = {("llama3-70b", "GB300", "fp8"): 20, ("llama3-70b", "GB200", "fp8"): 40, ("llama3-70b", "B200", "fp8"): 5,
+                  ("llama3-70b", "GB300", "bf16"): 30, ("llama3-70b", "GB200", "bf16"): 20}
+# Recompute modules of Megatron-Bridge's performance configs (scripts/performance/configs/*/..._workload_base_configs.py):
+# (model, GPU family prefix) -> recompute_modules; otherwise the recipes' selective recompute (core attention).
+BRIDGE_RECOMPUTE = {("deepseek-v3", "H100"): "core_attn,mla_up_proj,mlp", ("deepseek-v3", ""): "core_attn,mla_up_proj",
+                    ("gpt-oss-120b", "GB200"): "core_attn,layernorm,moe_act", ("gpt-oss-120b", "B200"): "core_attn,layernorm,moe_act",
+                    ("gpt-oss-120b", "H100"): "core_attn,layernorm,moe_act"}
+
+# Runs whose layout and batch their paper's scripts publish but the row does not carry: model -> settings.
+PUBLISHED_RUNS = {
+    "gpt-1t": (dict(tp=8, pp=64, micro_batch=1, global_batch=3072),
+               "Megatron-LM examples/academic_paper_scripts/sc21/run_table_1.sh, MODEL_SIZE=1T"),
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +86,10 @@ class CalibrationRow:
     measured: float | None
     predicted: float | None
     skipped: str = ""  # reason, empty when compared
+    group: str = ""  # 'dense|moe family precision'
+    layout: str = ""
+    memory_gb: float = 0.0
+    hbm_gb: float = 0.0
 
     @property
     def error_pct(self) -> float | None:
@@ -56,7 +103,7 @@ def _alnum(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-_MODEL_KEYS = {_alnum(k): k for k in MODELS}
+_MODEL_KEYS = {_alnum(k): k for k in MODELS} | MODEL_ALIASES
 
 
 def _model_key(name: str) -> str:
@@ -64,30 +111,97 @@ def _model_key(name: str) -> str:
     return _MODEL_KEYS.get(_alnum(name), "")
 
 
-def _layout(row: dict, n: int) -> P.Parallelism | str:
-    """The row's Parallelism, or the reason it cannot be built."""
+def _precision(text: str) -> str | None:
+    """fabricsim precision of a row's precision text ('MXFP8', 'FP8 (... blockwise)', 'amp_bf16', ...)."""
+    t = text.lower()
+    if "nvfp4" in t:
+        return "nvfp4"
+    if "mxfp8" in t:
+        return "mxfp8"
+    if "fp8" in t:
+        return "fp8-block" if "block" in t else "fp8"
+    if "bf16" in t or "fp16" in t or not t:
+        return "bf16"
+    return None
+
+
+def _framework(row: dict) -> str:
+    rid, source = str(row.get("id", "")), str(row.get("source", ""))
+    framework = str(row.get("framework") or "")
+    if "Megatron-Bridge" in framework or "Megatron-Bridge" in source:
+        return "megatron-bridge"
+    if row.get("fsdp") == "FULL_SHARD" or "mosaicml" in source:
+        return "mosaic"
+    if "2104.04473" in source or "narayanan" in rid:
+        return "narayanan"
+    if "NeMo" in source:
+        return "nemo"
+    return "megatron"
+
+
+CONVENTION = {"megatron-bridge": "megatron-bridge", "mosaic": "mosaic", "narayanan": "narayanan", "nemo": "megatron",
+              "megatron": "megatron"}
+
+
+def _bridge_recompute(key: str, gpu: str) -> str:
+    return BRIDGE_RECOMPUTE.get((key, gpu), BRIDGE_RECOMPUTE.get((key, ""), "selective"))
+
+
+def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
+    """The row's Parallelism; the settings of a layout search (a dict) when no layout is published; or the reason it
+    cannot be built."""
+    text = field(row, "precision", "text", "")
+    precision = _precision(text)
+    if precision is None:
+        return f"precision '{text.lower()}' is not modelled: fabricsim times {', '.join(P.PRECISIONS)}"
     micro, batch = field(row, "micro_batch", "count", None), field(row, "global_batch", "count", None)
+    tp, pp = field(row, "tp", "count", None), field(row, "pp", "count", None)
+    published = PUBLISHED_RUNS.get(key, ({}, ""))[0] if fw == "narayanan" else {}
+    tp, pp = tp or published.get("tp"), pp or published.get("pp")
+    batch = batch or published.get("global_batch")
+    if fw in ("megatron", "narayanan"):
+        micro = micro or published.get("micro_batch", 1)
     if not micro or not batch:
         return "micro or global batch size not published"
-    text = field(row, "precision", "text", "").lower()
-    precision = "fp8" if "fp8" in text else "bf16" if "bf16" in text or not text else None
-    if precision is None:
-        return f"precision '{text}' is not modelled: fabricsim times bf16 and fp8"
     common = dict(micro_batch=micro, global_batch=batch, precision=precision)
     dp = field(row, "dp", "count", None)
-    if row.get("fsdp"):
+    if fw == "mosaic":
         if dp not in (None, n):
             return f"dp {dp} but FSDP shards over all {n} GPUs: fix dp or total_gpus"
         full = "activation checkpointing=true" in field(row, "notes", "text", "").lower()
-        return P.Parallelism(dp=n, zero=3, recompute="full" if full else "none", **common)
-    tp, pp = field(row, "tp", "count", None), field(row, "pp", "count", None)
+        return P.Parallelism(dp=n, zero=3, recompute="full" if full else "none", fp8_param_gather=False, **common)
+    settings = dict(**common, zero=1, dp_overlap=True)
+    if fw == "megatron-bridge":
+        fsdp = row.get("fsdp")
+        gpu = str(field(row, "hardware.gpu", "text", "")).split("-")[0].upper()
+        settings.update(grad_fp32=False, recompute=_bridge_recompute(key, gpu), etp=1,
+                        offload_layers=BRIDGE_OFFLOAD.get((key, gpu, precision), 0) if fsdp else 0,
+                        zero=3 if isinstance(fsdp, int) and fsdp > 0 else 1,
+                        dispatcher=BRIDGE_DISPATCHER.get(key, "alltoall"))
+    elif fw == "nemo":
+        settings.update(recompute="none")
+    elif fw == "narayanan":
+        settings.update(recompute="full", zero=0, dp_overlap=False)
+    else:  # Megatron-LM README
+        settings.update(recompute="selective")
     if tp is None or pp is None:
+        if fw == "megatron":
+            return dict(settings, tp_overlap=True)
         return "parallel layout (tp/pp) not published"
     cp = field(row, "cp", "count", 1)
     if n % (tp * pp * cp) or dp not in (None, n // (tp * pp * cp)):
-        return (f"tp*pp*cp*dp = {tp}*{pp}*{cp}*{dp or '?'} does not match the {n} GPUs: fix the layout or total_gpus")
+        return f"tp*pp*cp*dp = {tp}*{pp}*{cp}*{dp or '?'} does not match the {n} GPUs: fix the layout or total_gpus"
+    overlap = tp > 1 and fw != "narayanan" and not (fw == "megatron-bridge" and precision == "nvfp4")
     return P.Parallelism(tp=tp, pp=pp, cp=cp, dp=n // (tp * pp * cp), ep=field(row, "ep", "count", 1),
-                         vp=field(row, "vp", "count", 1), zero=1, recompute="none", tp_overlap=tp > 1, **common)
+                         vp=field(row, "vp", "count", 1), tp_overlap=overlap, **settings)
+
+
+def _measured(row: dict) -> tuple[str, float]:
+    """The first published quantity above zero: (metric, value), or ('', 0)."""
+    for name, metric in (("tokens_per_s_per_gpu", "tokens/s/GPU"), ("tflops_per_gpu", "TFLOP/s/GPU"), ("mfu", "MFU")):
+        if value := float(field(row, name, "measure", 0)):
+            return metric, value
+    return "", 0.0
 
 
 def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> CalibrationRow:
@@ -95,39 +209,46 @@ def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> Calibr
     hw = field(row, "hardware", "object", {})
     key = _model_key(field(row, "model", "text", ""))
     if key not in MODELS:
-        return CalibrationRow(rid, "", None, None, f"model '{row.get('model')}' has no published architecture in fabricsim")
+        nothing = "" if _measured(row)[0] else " and the row has no number to compare"
+        return CalibrationRow(rid, "", None, None,
+                              f"model '{row.get('model')}' has no published architecture in fabricsim{nothing}")
     try:
-        gpu_name = hardware.get_gpu(field(row, "hardware.gpu", "text", "")).name
+        gpu = hardware.get_gpu(field(row, "hardware.gpu", "text", ""))
     except FabricsimError:
         return CalibrationRow(rid, "", None, None, f"GPU '{hw.get('gpu')}' is not in the hardware catalog")
-    if gpu_name not in PRESET_FOR_GPU:
-        return CalibrationRow(rid, "", None, None, f"no preset server for the {gpu_name} in the training calibration")
+    if gpu.name not in PRESET_FOR_GPU:
+        return CalibrationRow(rid, "", None, None, f"no preset server for the {gpu.name} in the training calibration")
     n = field(row, "hardware.total_gpus" if hw.get("total_gpus") is not None else "total_gpus", "count")
-    par = _layout(row, n)
+    fw = _framework(row)
+    par = _layout(row, n, key, fw)
     if isinstance(par, str):
         return CalibrationRow(rid, "", None, None, par)
-    for name, metric in (("tokens_per_s_per_gpu", "tokens/s/GPU"), ("tflops_per_gpu", "TFLOP/s/GPU"), ("mfu", "MFU")):
-        if measured := float(field(row, name, "measure", 0)):  # the first published quantity, in that order
-            break
-    else:
+    metric, measured = _measured(row)
+    if not metric:
         return CalibrationRow(rid, "", None, None, "no throughput measurement above zero in the row")
     model = replace(MODELS[key], seq=field(row, "seq", "count", MODELS[key].seq))
+    group = f"{'moe' if model.is_moe else 'dense'} {family(gpu)} {par.precision if isinstance(par, P.Parallelism) else par['precision']}"
     try:
-        P.validate(model, par, n, field(row, "hardware.gpus_per_node", "count", 8))
-        spec = topology.load_spec(PRESET_FOR_GPU[gpu_name], gpus=n)
-        topo = cluster_topology(replace(spec, gpu=gpu_name), n)
-        r = step_time(model, par, hardware.get_gpu(gpu_name), comm_factory(topo))
+        from fabricsim import topology
+
+        spec = topology.load_spec(PRESET_FOR_GPU[gpu.name])
+        topo = cluster_topology(replace(spec, gpu=gpu.name), n)
+        comm = comm_for(comm_factory, topo, n)
+        if isinstance(par, dict):  # no published layout: the fastest one that fits, as `train --search` would pick
+            r = fastest_layout(model, n, topo, comm, **par)
+        else:
+            P.validate(model, par, n, int(topo.features.get("gpus_per_domain", 8)))
+            r = step_time(model, par, gpu, comm)
     except FabricsimError as err:
-        return CalibrationRow(rid, metric, measured, None, f"cannot model: {err}")
+        return CalibrationRow(rid, metric, measured, None, f"cannot model: {err}", group)
+    convention = CONVENTION[fw]
     if metric == "tokens/s/GPU":
         predicted = r.tokens_per_s / n
-    elif metric == "TFLOP/s/GPU":
-        predicted = r.tflops_per_gpu
     else:
-        convention = "mosaic" if row.get("fsdp") else "megatron"
-        peak = hardware.get_gpu(gpu_name).bf16_flops
-        predicted = model.flops_per_token(convention=convention) * r.tokens_per_s / n / peak
-    return CalibrationRow(rid, metric, measured, predicted)
+        tflops = model.flops_per_token(convention=convention) * r.tokens_per_s / n
+        predicted = tflops / 1e12 if metric == "TFLOP/s/GPU" else tflops / gpu.bf16_flops
+    return CalibrationRow(rid, metric, measured, predicted, "", group, r.layout, r.memory.total / 1e9 if r.memory else 0.0,
+                          gpu.hbm_bytes / 1e9)
 
 
 def calibration_rows(path: str | Path, comm_factory: Callable[[Topology], CommModel] | None = None) -> list[CalibrationRow]:
@@ -154,17 +275,41 @@ def median_error(rows: list[CalibrationRow]) -> float:
     return statistics.median(errors)
 
 
+def p90_error(rows: list[CalibrationRow]) -> float:
+    """90th-percentile absolute % error over the compared rows (nearest rank below)."""
+    errors = sorted(r.error_pct for r in rows if r.error_pct is not None)
+    return errors[int(0.9 * (len(errors) - 1))] if errors else float("nan")
+
+
+def group_summary(rows: list[CalibrationRow]) -> list[tuple[str, int, float, float]]:
+    """(group, rows, median %, p90 %) per dense/MoE x GPU family x precision, then over all rows."""
+    groups: dict[str, list[CalibrationRow]] = {}
+    for r in rows:
+        if r.error_pct is not None:
+            groups.setdefault(r.group, []).append(r)
+    out = [(g, len(rs), median_error(rs), p90_error(rs)) for g, rs in sorted(groups.items())]
+    compared = [r for r in rows if r.error_pct is not None]
+    if compared:
+        out.append(("all", len(compared), median_error(compared), p90_error(compared)))
+    return out
+
+
 def format_rows(rows: list[CalibrationRow]) -> str:
-    """Per-row measured vs predicted and the median error, as a text table."""
-    lines = [f"{'id':<52} {'metric':<13} {'measured':>10} {'predicted':>10} {'err%':>6}"]
+    """Per-row measured vs predicted, the per-group summary and the skipped rows, as text."""
+    lines = [f"{'id':<52} {'metric':<13} {'measured':>10} {'predicted':>10} {'err%':>6}  {'memory/HBM GB':>13}  layout"]
     for r in rows:
         if r.error_pct is None:
             continue
-        lines.append(f"{r.id[:52]:<52} {r.metric:<13} {r.measured:>10.4g} {r.predicted:>10.4g} {r.error_pct:>6.1f}")
+        mem = f"{r.memory_gb:.0f}/{r.hbm_gb:.0f}" + ("!" if r.memory_gb > r.hbm_gb else "")
+        lines.append(f"{r.id[:52]:<52} {r.metric:<13} {r.measured:>10.4g} {r.predicted:>10.4g} {r.error_pct:>6.1f}  "
+                     f"{mem:>13}  {r.layout}")
     compared = [r.error_pct for r in rows if r.error_pct is not None]
+    skipped = [r for r in rows if r.skipped]
     lines.append(f"compared {len(compared)} rows, median absolute error {median_error(rows):.1f}%, "
-                 f"p90 {sorted(compared)[int(0.9 * (len(compared) - 1))]:.1f}%")
-    for r in rows:
-        if r.skipped:
-            lines.append(f"skipped {r.id}: {r.skipped}")
+                 f"p90 {p90_error(rows):.1f}%; skipped {len(skipped)}")
+    lines.append(f"{'group (model, GPU family, precision)':<40} {'rows':>4} {'median%':>8} {'p90%':>6}")
+    for g, count, med, p90 in group_summary(rows):
+        lines.append(f"{g:<40} {count:>4} {med:>8.1f} {p90:>6.1f}")
+    for r in skipped:
+        lines.append(f"skipped {r.id}: {r.skipped}")
     return "\n".join(lines)

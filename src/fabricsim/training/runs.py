@@ -1,0 +1,189 @@
+"""A training sweep as the CLI and the API ask for it: options (from the command line or a YAML run file) ->
+baseline and interconnect variants over the GPU counts -> results, refusals, scaling walls, what gets exposed,
+and warnings.
+
+A run file is a YAML mapping of the `train` options by name (`tp: 8`, `tp_overlap: true`, `recompute:
+"mla_up_proj,moe_act"`, `gpus: [8192, 16384]`, `compare: [sharp]`, ...); options given on the command line win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from fabricsim.errors import FabricsimError
+from fabricsim.training import parallel as P
+from fabricsim.training.efficiency import family
+from fabricsim.training.models import ModelSpec, load_model
+from fabricsim.training.step import StepResult
+from fabricsim.training.sweep import Exposure, Refused, Wall, explain_wall, scaling_runs, scaling_wall
+from fabricsim.training.variants import VARIANTS
+
+LAYOUT_SIZES = ("tp", "pp", "dp", "ep", "cp", "vp", "etp")
+# run-file / option name -> Parallelism field (the ones whose names differ)
+FIELD_OF = {"sp": "sequence_parallel"}
+SETTINGS = tuple(f.name for f in fields(P.Parallelism) if f.name not in LAYOUT_SIZES and f.name != "allow_tp_spill")
+OPTIONS = ("model", "cluster", "gpus", "seq", "efficiency", "search", "compare", *LAYOUT_SIZES, "sp",
+           *(s for s in SETTINGS if s != "sequence_parallel"))
+# What `train` runs unless told otherwise: Megatron-Core's recommended settings as Megatron-Bridge's recipes set them
+# (distributed optimizer, sequence parallelism and TE userbuffers TP overlap with TP, overlapped DP collectives).
+DEFAULTS: dict[str, Any] = {"micro_batch": 1, "global_batch": 0, "precision": "bf16", "recompute": "selective", "zero": 1,
+                            "tp_overlap": True}
+
+
+@dataclass
+class Sweep:
+    """The runs of one `train` invocation, per variant label ('baseline' first)."""
+
+    model: str
+    cluster: str
+    runs: dict[str, list[StepResult | Refused]]
+    walls: dict[str, Wall]
+    exposures: dict[str, list[Exposure]]
+    failed: dict[str, str] = field(default_factory=dict)  # variant -> why none of its counts could run
+    warnings: list[str] = field(default_factory=list)
+
+    def title(self, label: str = "baseline") -> str:
+        return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {VARIANTS[label][0]}")
+
+
+def load_run_file(path: str | Path) -> dict[str, Any]:
+    """The options of a YAML run file (see the module docstring); an unknown name or a malformed file is one
+    FabricsimError naming the file and the fix."""
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise FabricsimError(f"cannot read run file {p}: {err.strerror}; check the path") from None
+    except UnicodeDecodeError:
+        raise FabricsimError(f"run file {p} is not UTF-8 text: give a YAML run file") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise FabricsimError(f"{p}: malformed YAML{where}: {getattr(err, 'problem', err)}; fix the syntax") from None
+    except RecursionError:
+        raise FabricsimError(f"{p}: YAML nested too deeply: a run file is one mapping of options") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+        raise FabricsimError(f"{p}: a run file must be a mapping of option names to values, e.g. 'tp: 8'")
+    options = {k.replace("-", "_"): v for k, v in data.items()}
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise FabricsimError(f"{p}: unknown option(s) {', '.join(unknown)}: use some of {', '.join(OPTIONS)}")
+    if isinstance(options.get("gpus"), str):
+        options["gpus"] = [int(x) for x in options["gpus"].split(",") if x.strip().isdigit()] or options["gpus"]
+    if isinstance(options.get("compare"), str):
+        options["compare"] = [options["compare"]]
+    return options
+
+
+def _check_types(options: dict[str, Any]) -> None:
+    """Each option is of its Parallelism field's type (bool, int, float or str)."""
+    kinds = {f.name: f.type for f in fields(P.Parallelism)}
+    for key, value in options.items():
+        kind = str(kinds.get(FIELD_OF.get(key, key), ""))
+        if value is None:
+            continue
+        if kind.startswith("bool") and not isinstance(value, bool):
+            raise FabricsimError(f"option '{key}' must be true or false, got {value!r}")
+        if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+            raise FabricsimError(f"option '{key}' must be a whole number, got {value!r}")
+        if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise FabricsimError(f"option '{key}' must be a number, got {value!r}")
+        if kind == "str" and not isinstance(value, str):
+            raise FabricsimError(f"option '{key}' must be text, got {value!r}")
+
+
+def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *, search: bool = False,
+                compare: Iterable[str] = (), efficiency: float | None = None, seq: int | None = None,
+                comm_factory: Callable | None = None, progress: Callable[[int, int], None] | None = None,
+                **options: Any) -> Sweep:
+    """Run `model` on `cluster` at each GPU count, and on each `compare` variant; `options` are layout sizes (tp, pp,
+    dp, ep, cp, vp, etp: given ones fix that size, the rest are chosen per count) and `Parallelism` settings (sp,
+    zero, micro_batch, global_batch, precision, recompute, tp_overlap, dp_overlap, ...), None meaning the default.
+    A layout given explicitly is timed even when its memory estimate exceeds HBM, with a warning."""
+    spec_model = model if isinstance(model, ModelSpec) else load_model(str(model))
+    if seq is not None:
+        if seq < 1:
+            raise FabricsimError("--seq must be at least 1")
+        spec_model = replace(spec_model, seq=seq)
+    if efficiency is not None and not 0.01 <= efficiency <= 1:
+        raise FabricsimError(f"--efficiency {efficiency} must be between 0.01 and 1, a fraction of peak compute")
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise FabricsimError(f"unknown training option(s) {', '.join(unknown)}: use some of {', '.join(OPTIONS)}")
+    _check_types(options)
+    variants = list(dict.fromkeys(compare))
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad:
+        raise FabricsimError(f"unknown --compare option {', '.join(bad)}: use some of {', '.join(VARIANTS)}")
+    given = {k: v for k, v in options.items() if v is not None}
+    sizes = {k: given.pop(k) for k in LAYOUT_SIZES if k in given}
+    settings = dict(DEFAULTS)
+    settings.update({FIELD_OF.get(k, k): v for k, v in given.items()})
+    if "recompute" in settings:
+        P.check_recompute(settings["recompute"])
+    if search and "dp" in sizes:
+        raise FabricsimError("--search chooses TP and PP and gives DP what is left: drop --dp (or drop --search)")
+    explicit = bool(sizes) and not search
+    template = P.Parallelism(**sizes, **settings) if explicit else None
+    defaults = {k: v for k, v in settings.items() if not (k == "global_batch" and v == 0)}
+    if search:
+        defaults.update(sizes)
+    name = cluster if isinstance(cluster, str) else getattr(cluster, "name", "cluster")
+    labels = ["baseline", *variants]
+    total, done = len(set(counts)) * len(labels), [0]
+
+    def comm(topo):
+        from fabricsim.training.comm import engine_comm_model
+
+        if progress is not None:
+            progress(done[0], total)
+        done[0] += 1
+        return (comm_factory or engine_comm_model)(topo)
+
+    sweep = Sweep(spec_model.name, name, {}, {}, {})
+    for label in labels:
+        runs = scaling_runs(spec_model, cluster, counts, template, efficiency=efficiency, comm_factory=comm,
+                            search=search, variant=None if label == "baseline" else label,
+                            allow_over_hbm=explicit, **defaults)
+        if all(isinstance(r, Refused) for r in runs):
+            reasons = list(dict.fromkeys(r.reason for r in runs))
+            why = reasons[0] if len(reasons) == 1 else "; ".join(f"{r.n_gpus} GPUs: {r.reason}" for r in runs)
+            if label == "baseline":  # nothing ran: one error naming the problem
+                raise FabricsimError(why)
+            sweep.failed[label] = why
+        sweep.runs[label] = runs
+        sweep.walls[label] = scaling_wall(runs)
+        sweep.exposures[label] = explain_wall(runs)
+    if progress is not None:
+        progress(total, total)
+    sweep.warnings = _warnings(sweep, efficiency)
+    return sweep
+
+
+def _warnings(sweep: Sweep, efficiency: float | None) -> list[str]:
+    from fabricsim.hardware import get_gpu
+
+    out, seen = [], set()
+    for label, runs in sweep.runs.items():
+        for r in runs:
+            if not isinstance(r, StepResult):
+                continue
+            gpu = get_gpu(r.gpu) if r.gpu else None
+            if efficiency is None and gpu is not None and family(gpu) == "other" and gpu.name not in seen:
+                seen.add(gpu.name)
+                out.append(f"no published training efficiency for {gpu.arch} GPUs ({gpu.name}): using Hopper's kernel "
+                           "figures and framework factor, the documented default of training.efficiency; pass "
+                           "--efficiency to set the fraction of peak")
+            if r.over_hbm:
+                where = "" if label == "baseline" else f" ({label})"
+                out.append(f"{r.n_gpus} GPUs{where}: {r.layout} needs about {r.memory.total / 1e9:.1f} GB per GPU, over the "
+                           f"{r.hbm_bytes / 1e9:.0f} GB of HBM ({r.memory.text()}); timed because the layout was given, "
+                           "but it would not fit: raise pp/tp, use --zero 2 or 3, more --recompute, or a smaller --micro-batch")
+    return out
