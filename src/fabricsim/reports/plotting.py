@@ -1,0 +1,65 @@
+"""Figures through matplotlib's object API (a Figure with its own Agg canvas: no pyplot, no global backend),
+saved in the format the file name's suffix asks for, byte-identical on every run.
+
+matplotlib is the optional extra `fabricsim[plot]`, imported only here and only when a plot is made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fabricsim.errors import FabricsimError
+
+FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+# Metadata that would change from run to run (software version, creation date) left out.
+_METADATA: dict[str, dict[str, Any]] = {
+    "png": {"Software": None},
+    "pdf": {"Creator": None, "Producer": None, "CreationDate": None},
+    "svg": {"Creator": None, "Date": None},
+}
+
+
+def plot_format(path: str | Path) -> str:
+    """The format for `path` from its suffix, checked before any work is done: the directory must exist."""
+    p = Path(path)
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise FabricsimError(f"plot {path}: fabricsim writes {', '.join(FORMATS)} files; give a file name ending in "
+                             "one of them")
+    if not p.resolve().parent.is_dir():
+        raise FabricsimError(f"cannot write plot {path}: its directory does not exist; create it or choose another path")
+    return fmt
+
+
+def new_figure(width: float, height: float, ncols: int = 1) -> tuple[Any, Any]:
+    """(figure, axes): a Figure on an Agg canvas with `ncols` axes side by side (one axes when ncols is 1)."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise FabricsimError("plots need matplotlib: pip install 'fabricsim[plot]'") from None
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(1, ncols)
+
+
+def save_figure(fig: Any, path: str | Path) -> None:
+    """Write `fig` to `path` as PNG, PDF or SVG by its suffix, without run-dependent metadata."""
+    import matplotlib
+
+    fmt = plot_format(path)
+    try:
+        with matplotlib.rc_context({"svg.hashsalt": "fabricsim", "svg.fonttype": "none"}):
+            fig.savefig(path, format=fmt, dpi=120, metadata=_METADATA[fmt])
+    except OSError as err:
+        raise FabricsimError(f"cannot write plot {path}: {err.strerror}; check the directory is writable") from None
+
+
+def size_ticks(ax: Any, sizes: list[float], label) -> None:
+    """Log2 x axis with at most ~12 tick labels, on the sizes given (no minor ticks)."""
+    ax.set_xscale("log", base=2)
+    ticks = sizes[::max(1, len(sizes) // 12)]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([label(s) for s in ticks], rotation=45, ha="right", fontsize=8)
+    ax.minorticks_off()
