@@ -213,7 +213,7 @@ def format_json(rows: list[CompareRow], summary: CompareSummary, meta: dict, ski
 
 def figure(rows: list[CompareRow], title: str):
     """Measured and predicted busbw (log y) and time (log-log) against size: a matplotlib Figure."""
-    from fabricsim.reports.plotting import new_figure, size_ticks
+    from fabricsim.reports.plotting import new_figure, plain_log_y, size_ticks
 
     size = [float(r.size_bytes) for r in rows]
     fig, (bw, tm) = new_figure(12, 4.5, ncols=2)
@@ -223,7 +223,7 @@ def figure(rows: list[CompareRow], title: str):
     tm.plot(size, [r.predicted_time_s / US for r in rows], "s--", label="predicted")
     for ax, ylabel in ((bw, "busbw (GB/s)"), (tm, "time (us)")):
         size_ticks(ax, size, format_bytes)
-        ax.set_yscale("log")
+        plain_log_y(ax, [y for line in ax.get_lines() for y in line.get_ydata()])
         ax.set_xlabel("message size")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)

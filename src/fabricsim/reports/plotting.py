@@ -63,3 +63,27 @@ def size_ticks(ax: Any, sizes: list[float], label) -> None:
     ax.set_xticks(ticks)
     ax.set_xticklabels([label(s) for s in ticks], rotation=45, ha="right", fontsize=8)
     ax.minorticks_off()
+
+
+def plain_log_y(ax: Any, values: list[float]) -> None:
+    """Log y axis labelled with plain numbers (200, 500, 1k, 2M): every 1-9 step within one decade, 1-2-5 steps
+    up to three decades, powers of ten beyond (about as many labels whatever the span)."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_yscale("log")
+    positive = [v for v in values if v > 0]
+    decades = math.log10(max(positive) / min(positive)) if positive else 0.0
+    subs = tuple(range(1, 10)) if decades <= 1 else (1, 2, 5) if decades <= 3 else (1,)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=[float(x) for x in subs]))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: plain_number(y)))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def plain_number(y: float) -> str:
+    """1500 -> '1.5k', 2e6 -> '2M', 0.05 -> '0.05'."""
+    for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(y) >= scale:
+            return f"{y / scale:g}{suffix}"
+    return f"{y:g}"

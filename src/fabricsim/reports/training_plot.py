@@ -19,7 +19,7 @@ def figure(title: str, runs: Mapping[str, Sequence[Any]], walls: Mapping[str, An
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
 
-    from fabricsim.reports.plotting import new_figure
+    from fabricsim.reports.plotting import new_figure, plain_log_y
 
     fig, (tok, mfu) = new_figure(12, 4.5, ncols=2)
     ran = {label: [r for r in results if hasattr(r, "tokens_per_s")]  # a count that could not run has no point
@@ -53,7 +53,7 @@ def figure(title: str, runs: Mapping[str, Sequence[Any]], walls: Mapping[str, An
         ax.set_xlabel("GPUs")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    tok.set_yscale("log")
+    plain_log_y(tok, [y for line in tok.get_lines() for y in line.get_ydata()])
     mfu.set_ylim(0, max(top * 1.25, 10.0))
     tok.legend(handles=handles, fontsize=8)
     fig.suptitle(f"{title}: training throughput (dashed: scaling wall)")
