@@ -112,3 +112,36 @@ def test_help_lists_every_command():
     assert done.returncode == 0
     for name in ("compare", "perf", "topo", "train", "validate", "verify"):
         assert f"  {name} " in done.stdout
+
+
+def test_validate_without_calibration_data_names_the_variable(tmp_path):
+    done = run("script", "validate", env={"FABRICSIM_CALIBRATION": str(tmp_path / "none.jsonl")})
+    assert done.returncode == 2
+    assert done.stderr == (f"error: FABRICSIM_CALIBRATION is {tmp_path / 'none.jsonl'}, which does not exist: point it "
+                           "at a measurements.jsonl file, or pass --data PATH\n")
+
+
+def test_require_names_the_fix_when_nothing_is_found(monkeypatch, tmp_path):
+    from fabricsim import calibration_data
+    from fabricsim.errors import FabricsimError
+
+    monkeypatch.delenv("FABRICSIM_CALIBRATION", raising=False)
+    monkeypatch.setattr(calibration_data, "default_path", lambda: tmp_path / "missing.jsonl")
+    with pytest.raises(FabricsimError, match=r"set FABRICSIM_CALIBRATION=/path/to/measurements.jsonl or pass --data"):
+        calibration_data.require()
+
+
+def test_a_closed_pipe_ends_quietly():
+    script = f"'{console_script()}' perf all_reduce -c dgx-h100 -b 8 -e 8G -f 2 | true; echo ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout == "1\n" and done.stderr == ""  # click's status for a broken pipe, and no traceback
+
+
+def test_skipped_accuracy_tests_say_why_without_asking(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(root / "tests" / "validation" / "test_collective_accuracy.py")], cwd=root,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "FABRICSIM_CALIBRATION": str(tmp_path / "none.jsonl")})
+    assert done.returncode == 0
+    assert "SKIPPED [" in done.stdout and f"calibration data not found at {tmp_path / 'none.jsonl'}" in done.stdout
