@@ -437,8 +437,7 @@ def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | Cluster
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise FabricsimError(f"unknown interconnect variant {', '.join(unknown)}: use some of {', '.join(VARIANTS)}")
-    where: str | ClusterSpec = cluster.source if isinstance(cluster, Cluster) else (
-        cluster if not isinstance(cluster, Path) else str(cluster))
+    where = _train_cluster(cluster)
     name = where if isinstance(where, str) else where.name
     common: dict[str, Any] = dict(micro_batch=micro_batch, global_batch=global_batch or 0, precision=precision,
                                   recompute=recompute, sequence_parallel=True if sp is None else sp,
@@ -482,6 +481,22 @@ def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | Cluster
     if progress is not None:
         progress(total, total)
     return TrainResult(spec_model.name, name, runs, walls, failed)
+
+
+def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | ClusterSpec:
+    """What the training sweep sizes per GPU count: a preset name or YAML path, or a spec template (a cluster
+    whose routing was overridden keeps the override)."""
+    from fabricsim import topology
+
+    if isinstance(cluster, Path):
+        return str(cluster)
+    if not isinstance(cluster, Cluster):
+        return cluster
+    if cluster.partial:
+        raise FabricsimError(f"{cluster!r} runs on part of the cluster; train sizes the cluster for each GPU count "
+                             f"itself: pass {cluster.source!r} and the counts")
+    default = topology.load_spec(cluster.source)
+    return cluster.source if cluster.spec.routing == default.routing else replace(default, routing=cluster.spec.routing)
 
 
 def _dataframe(records: list[dict[str, Any]]) -> pandas.DataFrame:

@@ -174,6 +174,15 @@ def test_train_returns_data(monkeypatch):
     assert labels[:3] == ["baseline", "xdr", "ideal scaling from 8 GPUs"] and labels[3].startswith("nvl72: not run (")
 
 
+def test_train_takes_a_cluster_but_not_part_of_one(monkeypatch):
+    monkeypatch.setattr("fabricsim.training.comm.engine_comm_model", lambda topo: FixedComm())
+    assert fs.train("llama3-8b", fs.cluster("dgx-h100"), [8], tp=8).cluster == "dgx-h100"
+    adaptive = fs.train("llama3-8b", fs.cluster("dgx-h100", routing="adaptive"), [16], tp=8)
+    assert adaptive.cluster == "dgx-h100"
+    with pytest.raises(fs.FabricsimError, match="train sizes the cluster for each GPU count itself"):
+        fs.train("llama3-8b", fs.cluster("dgx-h100", gpus=4), [4])
+
+
 def test_library_code_never_picks_a_matplotlib_backend():
     for path in SRC.rglob("*.py"):
         text = path.read_text()
