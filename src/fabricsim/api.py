@@ -101,45 +101,46 @@ def _unit(spec: ClusterSpec) -> int:
     return max(int(spec.gpus_per_node), int(spec.domain_size))
 
 
-def _sized_spec(text: str, nodes: int | None, gpus: int | None) -> tuple[ClusterSpec, int | None, int | None]:
-    """(spec, ranks per node or None, first ranks or None) for a preset or YAML file and --nodes / --gpus."""
+def _sized_spec(source: str | ClusterSpec, nodes: int | None,
+                gpus: int | None) -> tuple[ClusterSpec, int | None, int | None]:
+    """(spec, ranks per node or None, first ranks or None) for a preset, a YAML file or a spec and --nodes / --gpus."""
     from fabricsim import topology
 
-    if text in topology.PRESETS:
-        unit = _unit(topology.load_spec(text))
+    if isinstance(source, str) and source in topology.PRESETS:
+        unit = _unit(topology.load_spec(source))
         if nodes is not None and gpus is not None:
-            return topology.load_spec(text, nodes=nodes), _per_node(text, nodes, gpus), None
+            return topology.load_spec(source, nodes=nodes), _per_node(nodes, gpus), None
         if gpus is not None and 0 < gpus < unit:
-            return topology.load_spec(text, gpus=unit), None, gpus
-        return topology.load_spec(text, nodes=nodes, gpus=gpus), None, None
-    spec = topology.load_spec(text)  # a YAML file; refuses --nodes with the fix
+            return topology.load_spec(source, gpus=unit), None, gpus
+        return topology.load_spec(source, nodes=nodes, gpus=gpus), None, None
+    spec = topology.load_spec(source) if isinstance(source, str) else source
+    where, resize = ((source, f"edit 'nodes' in {source}") if isinstance(source, str) else
+                     (f"the spec of {spec.name}", "replace(spec, nodes=...)"))
     total, unit = int(spec.nodes) * int(spec.gpus_per_node), _unit(spec)
+    if nodes is not None and nodes != spec.nodes:
+        raise FabricsimError(f"--nodes {nodes}: {where} has {spec.nodes} node{'s' * (spec.nodes != 1)}; --nodes sizes "
+                             f"presets only: {resize} to resize it")
     if nodes is not None and gpus is not None:
-        if nodes != spec.nodes:
-            raise FabricsimError(f"--nodes {nodes}: {text} has {spec.nodes} nodes; edit 'nodes' in {text} to resize it")
-        return spec, _per_node(text, nodes, gpus), None
-    if nodes is not None:
-        topology.load_spec(text, nodes=nodes)  # raises: a YAML cluster is sized in the file
+        return spec, _per_node(nodes, gpus), None
     if gpus is None or gpus == total:
         return spec, None, None
     if 0 < gpus < unit:
         return spec, None, gpus
-    raise FabricsimError(f"--gpus {gpus}: {text} has {total} GPUs ({spec.nodes} node{'s' * (spec.nodes != 1)} of "
-                         f"{spec.gpus_per_node}); a YAML "
-                         f"cluster is sized by its 'nodes' field (edit it), and --gpus below {unit} runs on part of "
-                         "one node")
+    raise FabricsimError(f"--gpus {gpus}: {where} has {total} GPUs ({spec.nodes} node{'s' * (spec.nodes != 1)} of "
+                         f"{spec.gpus_per_node}); it is sized by its 'nodes' field ({resize}), and --gpus below "
+                         f"{unit} runs on part of one node")
 
 
-def _per_node(text: str, nodes: int, gpus: int) -> int:
+def _per_node(nodes: int, gpus: int) -> int:
     if gpus < 1 or gpus % nodes:
         raise FabricsimError(f"--nodes {nodes} --gpus {gpus}: the run puts the same number of GPUs on every node, so "
                              f"--gpus must be a positive multiple of {nodes}")
     return gpus // nodes
 
 
-def cluster(name_or_yaml: str | Path, nodes: int | None = None, gpus: int | None = None, *,
+def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gpus: int | None = None, *,
             routing: str | None = None) -> Cluster:
-    """Build a preset (`fabricsim topo list`) or a cluster YAML file.
+    """Build a preset (`fabricsim topo list`), a cluster YAML file or a `ClusterSpec`.
 
     `nodes` / `gpus` size a preset. `gpus` below one node (or one NVL72 rack) builds the whole node and runs on
     its first `gpus` ranks; `nodes` and `gpus` together run `gpus / nodes` ranks on each node (nccl-tests' `-g 4`
@@ -147,13 +148,14 @@ def cluster(name_or_yaml: str | Path, nodes: int | None = None, gpus: int | None
     import numpy as np
 
     from fabricsim import topology
+    from fabricsim.topology import ClusterSpec
 
     if routing is not None and routing not in ("ecmp", "adaptive"):
         raise FabricsimError(f"unknown routing '{routing}': use 'ecmp' or 'adaptive'")
-    text = str(name_or_yaml)
-    spec, per_node, first = _sized_spec(text, nodes, gpus)
+    source = name_or_yaml if isinstance(name_or_yaml, ClusterSpec) else str(name_or_yaml)
+    spec, per_node, first = _sized_spec(source, nodes, gpus)
     if per_node is not None and per_node > spec.gpus_per_node:
-        raise FabricsimError(f"--nodes {nodes} --gpus {gpus} is {per_node} GPUs per node, but {text} has "
+        raise FabricsimError(f"--nodes {nodes} --gpus {gpus} is {per_node} GPUs per node, but {spec.name} has "
                              f"{spec.gpus_per_node} per node: use --gpus up to {spec.nodes * spec.gpus_per_node}")
     topo = topology.build(replace(spec, routing=routing) if routing else spec)
     if per_node is not None:
@@ -162,7 +164,7 @@ def cluster(name_or_yaml: str | Path, nodes: int | None = None, gpus: int | None
         ranks = np.arange(first if first is not None else topo.n_gpus)
     ranks = ranks.astype(np.int32)
     ranks.flags.writeable = False
-    return Cluster(topo.name, text, topo, ranks)
+    return Cluster(topo.name, source if isinstance(source, str) else spec.name, topo, ranks)
 
 
 def _as_cluster(c: Cluster | str | Path) -> Cluster:
@@ -495,6 +497,8 @@ def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | Cluster
     if cluster.partial:
         raise FabricsimError(f"{cluster!r} runs on part of the cluster; train sizes the cluster for each GPU count "
                              f"itself: pass {cluster.source!r} and the counts")
+    if cluster.source not in topology.PRESETS and not Path(cluster.source).is_file():
+        return cluster.spec  # built from a ClusterSpec: the template itself
     default = topology.load_spec(cluster.source)
     return cluster.source if cluster.spec.routing == default.routing else replace(default, routing=cluster.spec.routing)
 

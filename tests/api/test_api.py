@@ -66,6 +66,13 @@ def test_yaml_cluster_runs_part_of_a_node(tmp_path):
         fs.cluster(path, gpus=24)
 
 
+def test_a_spec_builds_too():
+    spec = load_spec("dgx-h100", nodes=2)
+    assert fs.cluster(spec).total_gpus == 16 and fs.cluster(spec, gpus=4).n_gpus == 4
+    with pytest.raises(fs.FabricsimError, match=r"replace\(spec, nodes=...\)"):
+        fs.cluster(spec, nodes=4)
+
+
 def test_perf_rows_carry_the_nccl_tests_figures_and_the_pick(capsys):
     seen = []
     r = fs.perf(fs.cluster("dgx-h100", gpus=4), "all_gather", fs.sizes("1M", "64M", factor=8),
