@@ -8,7 +8,7 @@ import pytest
 
 from fabricsim.cli.main import main
 from fabricsim.reports import compare as report
-from fabricsim.reports.plotting import plain_number, save_figure
+from fabricsim.reports.plotting import plain_number, plot_format, save_figure
 
 pytest.importorskip("matplotlib")
 
@@ -21,7 +21,7 @@ def rows():
             for s in (1 << 20, 1 << 24, 1 << 30)]
 
 
-@pytest.mark.parametrize("suffix", [".png", ".pdf", ".svg", ".PDF"])
+@pytest.mark.parametrize("suffix", [".png", ".pdf", ".svg"])
 def test_the_suffix_picks_the_format_and_output_is_deterministic(tmp_path, suffix):
     first, second = tmp_path / f"a{suffix}", tmp_path / f"b{suffix}"
     save_figure(report.figure(rows(), "title"), first)
@@ -43,6 +43,10 @@ def test_an_unknown_suffix_is_refused_before_any_work(tmp_path, capsys, name):
     assert "fabricsim writes .png, .pdf, .svg files" in err and not (tmp_path / name).exists()
     assert main(["train", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--plot",
                  str(tmp_path / name)]) == 2
+
+
+def test_the_suffix_is_read_in_any_case(tmp_path):
+    assert [plot_format(tmp_path / n) for n in ("a.PDF", "b.Svg", "c.png")] == ["pdf", "svg", "png"]
 
 
 def test_plain_numbers_on_log_axes():
