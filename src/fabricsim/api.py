@@ -167,7 +167,7 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
     return Cluster(topo.name, source if isinstance(source, str) else spec.name, topo, ranks)
 
 
-def _as_cluster(c: Cluster | str | Path) -> Cluster:
+def _as_cluster(c: Cluster | str | Path | ClusterSpec) -> Cluster:
     return c if isinstance(c, Cluster) else cluster(c)
 
 
@@ -259,7 +259,7 @@ class PerfResult:
                 f"peak busbw {peak:.1f} GB/s)")
 
 
-def perf(cluster: Cluster | str | Path, collective: str, sizes: Sizes, *, algo: str | Sequence[str] | None = None,
+def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Sizes, *, algo: str | Sequence[str] | None = None,
          proto: str | Sequence[str] | None = None, dtype: str = "float", op: str = "sum", root: int = 0,
          level: str | None = None, cost_model: str = "fabricsim", library: str = "nccl",
          progress: Progress | None = None) -> PerfResult:
@@ -325,7 +325,7 @@ class CompareResult:
                 f"{s.rows} sizes, |busbw error| median {s.median_abs_pct:.1f}%, p90 {s.p90_abs_pct:.1f}%)")
 
 
-def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path, *, collective: str | None = None,
+def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | ClusterSpec, *, collective: str | None = None,
             placement: str = "out", algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None,
             level: str | None = None, cost_model: str = "fabricsim", progress: Progress | None = None) -> CompareResult:
     """Score a real nccl-tests log (a path, or a parsed log) against fabricsim's prediction of its sizes on
