@@ -259,9 +259,9 @@ class PerfResult:
                 f"peak busbw {peak:.1f} GB/s)")
 
 
-def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Sizes, *, algo: str | Sequence[str] | None = None,
-         proto: str | Sequence[str] | None = None, dtype: str = "float", op: str = "sum", root: int = 0,
-         level: str | None = None, cost_model: str = "fabricsim", library: str = "nccl",
+def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Sizes, *,
+         algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None, dtype: str = "float",
+         op: str = "sum", root: int = 0, level: str | None = None, cost_model: str = "fabricsim", library: str = "nccl",
          progress: Progress | None = None) -> PerfResult:
     """What nccl-tests' `<collective>_perf` would print on `cluster`, per size.
 
