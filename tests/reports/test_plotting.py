@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,10 @@ def test_the_suffix_is_read_in_any_case(tmp_path):
 
 def test_plain_numbers_on_log_axes():
     assert [plain_number(y) for y in (0.05, 200, 1500, 2e6, 3e9)] == ["0.05", "200", "1.5k", "2M", "3G"]
+
+
+def test_without_matplotlib_the_extra_is_named_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # find_spec then raises ValueError, import ImportError
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    assert main(["compare", LOG, "-c", "dgx-h100", "--nodes", "10", "--plot", str(tmp_path / "x.png")]) == 2
+    assert capsys.readouterr() == ("", "error: plots need matplotlib: pip install 'fabricsim[plot]'\n")

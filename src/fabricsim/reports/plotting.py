@@ -12,6 +12,7 @@ from typing import Any
 from fabricsim.errors import FabricsimError
 
 FORMATS = {".png": "png", ".pdf": "pdf", ".svg": "svg"}
+_NO_MATPLOTLIB = "plots need matplotlib: pip install 'fabricsim[plot]'"
 # Metadata that would change from run to run (software version, creation date) left out.
 _METADATA: dict[str, dict[str, Any]] = {
     "png": {"Software": None},
@@ -21,7 +22,8 @@ _METADATA: dict[str, dict[str, Any]] = {
 
 
 def plot_format(path: str | Path) -> str:
-    """The format for `path` from its suffix, checked before any work is done: the directory must exist."""
+    """The format for `path` from its suffix, checked before any work is done: the directory must exist and
+    matplotlib be installed."""
     p = Path(path)
     fmt = FORMATS.get(p.suffix.lower())
     if fmt is None:
@@ -29,6 +31,10 @@ def plot_format(path: str | Path) -> str:
                              "one of them")
     if not p.resolve().parent.is_dir():
         raise FabricsimError(f"cannot write plot {path}: its directory does not exist; create it or choose another path")
+    from importlib.util import find_spec
+
+    if find_spec("matplotlib") is None:
+        raise FabricsimError(_NO_MATPLOTLIB)
     return fmt
 
 
@@ -38,7 +44,7 @@ def new_figure(width: float, height: float, ncols: int = 1) -> tuple[Any, Any]:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:
-        raise FabricsimError("plots need matplotlib: pip install 'fabricsim[plot]'") from None
+        raise FabricsimError(_NO_MATPLOTLIB) from None
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
     return fig, fig.subplots(1, ncols)
