@@ -77,7 +77,7 @@ def test_perf_rows_carry_the_nccl_tests_figures_and_the_pick(capsys):
     seen = []
     r = fs.perf(fs.cluster("dgx-h100", gpus=4), "all_gather", fs.sizes("1M", "64M", factor=8),
                 progress=lambda done, total: seen.append((done, total)))
-    assert seen == [(1, 3), (2, 3), (3, 3)]
+    assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
     assert [row.size_bytes for row in r.rows] == [1 << 20, 8 << 20, 64 << 20]
     assert all(row.count == row.size_bytes // 4 // 4 for row in r.rows)  # 4 ranks, float
     last = r.rows[-1]

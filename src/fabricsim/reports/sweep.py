@@ -140,6 +140,8 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
     r = root if collective in ROOTED else -1
     op = redop if collective in _REDUCING else "none"
     out = []
+    if progress is not None:
+        progress(0, len(size_list))
     for i, size in enumerate(size_list):
         count = count_for(collective, size, n, elem)
         nbytes = count * elem * (n if collective in _SIZED_BY_TOTAL else 1)

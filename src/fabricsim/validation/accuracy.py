@@ -102,9 +102,11 @@ def _nccl(case: Case, topo, ranks) -> tuple[float | None, str | None]:
 
 def run(path=None, level: str = "flow", progress=None) -> tuple[list[Prediction], list[Skip]]:
     """Every case of the calibration file predicted; the skipped rows with their reasons.
-    `progress(done, total)`, if given, is called after each case."""
+    `progress(done, total)`, if given, is called before the first case and after each."""
     all_cases, skipped = cases(load_rows(path))
     preds = []
+    if progress is not None:
+        progress(0, len(all_cases))
     for i, c in enumerate(all_cases):
         try:
             preds.append(predict(c, level))
