@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from fabricsim.topology import ClusterSpec, Topology
     from fabricsim.training.models import ModelSpec
     from fabricsim.training.step import StepResult
-    from fabricsim.training.sweep import Wall
+    from fabricsim.training.sweep import Exposure, Refused, Wall
 
 __all__ = ["Cluster", "CompareResult", "FabricsimError", "PerfResult", "TrainResult", "cluster", "compare", "perf",
            "sizes", "train"]
@@ -373,26 +373,40 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
 
 @dataclass(frozen=True, eq=False)
 class TrainResult:
-    """Training step time on growing GPU counts: `runs` label -> step results per count ('baseline', then each
-    interconnect variant asked for), `walls` label -> the scaling wall, `failed` label -> why a variant could
-    not run this job."""
+    """Training step time on growing GPU counts: `runs` label -> per count a step result, or a `Refused` (a count
+    that cannot run, with the reason) ('baseline', then each interconnect variant asked for), `walls` label -> the
+    scaling wall, `exposures` label -> what gets exposed first as GPUs are added, `failed` label -> why a variant
+    could not run at all, `notes` -> warnings (e.g. a given layout over HBM)."""
 
     model: str
     cluster: str
-    runs: Mapping[str, tuple[StepResult, ...]]
+    runs: Mapping[str, tuple[StepResult | Refused, ...]]
     walls: Mapping[str, Wall]
+    exposures: Mapping[str, tuple[Exposure, ...]]
     failed: Mapping[str, str]
+    notes: tuple[str, ...] = ()
+
+    def ran(self, label: str = "baseline") -> list[StepResult]:
+        """The step results of the counts that ran, for one variant."""
+        from fabricsim.training.step import StepResult
+
+        return [r for r in self.runs.get(label, ()) if isinstance(r, StepResult)]
 
     def to_records(self) -> list[dict[str, Any]]:
-        """One dict per (variant, GPU count): the step figures of `fabricsim train --format json` (SI units)."""
-        return [{"variant": label, **r.as_dict()} for label, results in self.runs.items() for r in results]
+        """One dict per (variant, GPU count): the step figures of `fabricsim train --format json` (SI units), or
+        'gpus' and 'error' for a count that could not run."""
+        return [{"variant": label, **(r.as_dict() if hasattr(r, "as_dict") else {"gpus": r.n_gpus, "error": r.reason})}
+                for label, results in self.runs.items() for r in results]
 
     def to_pandas(self) -> pandas.DataFrame:
         """The records as a DataFrame (needs the `fabricsim[pandas]` extra)."""
         return _dataframe(self.to_records())
 
-    def title(self) -> str:
-        return f"{self.model} on {self.cluster}"
+    def title(self, label: str = "baseline") -> str:
+        """'llama3-70b on superpod-h100', and the variant for another label."""
+        from fabricsim.training.variants import VARIANTS
+
+        return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {VARIANTS[label][0]}")
 
     def figure(self) -> Any:
         """tokens/s and MFU against the counts run, per variant: a matplotlib Figure (needs `fabricsim[plot]`)."""
@@ -405,84 +419,35 @@ class TrainResult:
         counts = ",".join(str(r.n_gpus) for r in base)
         extra = f", variants {', '.join(list(self.runs)[1:])}" if len(self.runs) > 1 else ""
         failed = f", failed {', '.join(self.failed)}" if self.failed else ""
-        return f"TrainResult({self.title()}, GPUs {counts}{extra}{failed})"
+        refused = sum(not hasattr(r, "as_dict") for results in self.runs.values() for r in results)
+        return (f"TrainResult({self.title()}, GPUs {counts}{extra}{failed}"
+                + (f", {refused} count{'s' * (refused != 1)} refused" if refused else "") + ")")
 
 
 def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | ClusterSpec, gpus: int | Iterable[int], *,
           tp: int | None = None, pp: int | None = None, dp: int | None = None, ep: int | None = None,
           cp: int | None = None, vp: int | None = None, zero: int | None = None, sp: bool | None = None,
-          seq: int | None = None, global_batch: int | None = None, micro_batch: int = 1, precision: str = "bf16",
-          recompute: str = "selective", efficiency: float | None = None, search: bool = False,
-          compare: Iterable[str] = (), progress: Progress | None = None) -> TrainResult:
-    """Step time, tokens/s, MFU and exposed communication of `model` (a built-in name, a YAML file or a
-    ModelSpec) on `cluster` at each GPU count, and the scaling wall; `compare` adds interconnect variants
-    ('pcie', 'xdr', 'nvl72', 'sharp', 'no-gpudirect', 'routing'); `search` times every TP x PP (x EP) layout
-    that fits and keeps the fastest. Layout sizes left None are chosen per count (Megatron's defaults)."""
-    from fabricsim import topology
-    from fabricsim.training import parallel as P
-    from fabricsim.training.comm import engine_comm_model
-    from fabricsim.training.models import ModelSpec, load_model
-    from fabricsim.training.sweep import scaling, scaling_wall
-    from fabricsim.training.variants import NVL72_DOMAIN, VARIANTS, variant
+          seq: int | None = None, global_batch: int | None = None, micro_batch: int | None = None,
+          precision: str | None = None, recompute: str | None = None, efficiency: float | None = None,
+          search: bool = False, compare: Iterable[str] = (), progress: Progress | None = None,
+          **options: Any) -> TrainResult:
+    """Step time, tokens/s, MFU, memory and exposed communication of `model` (a built-in name, a YAML file or a
+    ModelSpec) on `cluster` at each GPU count, and the scaling wall; `compare` adds interconnect variants ('pcie',
+    'xdr', 'nvl72', 'sharp', 'no-gpudirect', 'routing'); `search` considers every TP x PP (x EP) layout that fits
+    and keeps the fastest. Layout sizes left None are chosen per count (Megatron's defaults); `options` are the
+    other `fabricsim train` settings by name (etp, tp_overlap, dp_overlap, dispatcher, capacity_factor, ...).
+    A count that cannot run is a `Refused` row with the reason; the others run."""
+    from fabricsim.training.runs import train_sweep
 
-    spec_model = model if isinstance(model, ModelSpec) else load_model(str(model))
-    if seq is not None:
-        if seq < 1:
-            raise FabricsimError("--seq must be at least 1")
-        spec_model = replace(spec_model, seq=seq)
-    if efficiency is not None and not 0.01 <= efficiency <= 1:
-        raise FabricsimError(f"--efficiency {efficiency} must be between 0.01 and 1, a fraction of peak compute")
     counts = [gpus] if isinstance(gpus, int) else list(gpus)
     if not counts or min(counts) < 1:
         raise FabricsimError("give positive GPU counts, e.g. --gpus 8,64,512")
-    variants = list(dict.fromkeys(compare))
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise FabricsimError(f"unknown interconnect variant {', '.join(unknown)}: use some of {', '.join(VARIANTS)}")
-    where = _train_cluster(cluster)
-    name = where if isinstance(where, str) else where.name
-    common: dict[str, Any] = dict(micro_batch=micro_batch, global_batch=global_batch or 0, precision=precision,
-                                  recompute=recompute, sequence_parallel=True if sp is None else sp,
-                                  zero=1 if zero is None else zero)
-    explicit: dict[str, Any] = {k: v for k, v in dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vp=vp).items() if v is not None}
-    if search and dp is not None:
-        raise FabricsimError("--search chooses TP and PP and gives DP what is left: drop --dp (or drop --search)")
-    template = P.Parallelism(**explicit, **common) if explicit and not search else None
-    defaults = {} if template else {k: v for k, v in common.items() if not (k == "global_batch" and v == 0)}
-    if search:
-        defaults.update(explicit)
-
-    total, done = len(set(counts)) * (1 + len(variants)), [0]
-
-    def comm_factory(topo: Topology) -> Any:  # one call per GPU count run: the progress tick
-        if progress is not None:
-            progress(done[0], total)
-        done[0] += 1
-        return engine_comm_model(topo)
-
-    runs: dict[str, tuple[StepResult, ...]] = {}
-    walls: dict[str, Wall] = {}
-    failed: dict[str, str] = {}
-    runs["baseline"] = tuple(scaling(spec_model, where, counts, template, efficiency=efficiency, search=search,
-                                     comm_factory=comm_factory, **defaults))
-    walls["baseline"] = scaling_wall(runs["baseline"])
-    if variants:
-        base_spec = where if not isinstance(where, str) else topology.load_cluster(where).spec
-        for v in variants:  # a variant that cannot run this job is reported, the others still run
-            if v == "nvl72" and any(n % NVL72_DOMAIN for n in counts):
-                failed[v] = (f"NVL72 domains hold {NVL72_DOMAIN} GPUs: use GPU counts that are multiples of "
-                             f"{NVL72_DOMAIN} (e.g. 72,576,4608)")
-                done[0] += len(set(counts))
-                continue
-            try:
-                runs[v] = tuple(scaling(spec_model, variant(base_spec, v), counts, template, efficiency=efficiency,
-                                        search=search, comm_factory=comm_factory, **defaults))
-                walls[v] = scaling_wall(runs[v])
-            except FabricsimError as err:
-                failed[v] = str(err)
-    if progress is not None:
-        progress(total, total)
-    return TrainResult(spec_model.name, name, runs, walls, failed)
+    given = dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vp=vp, zero=zero, sp=sp, global_batch=global_batch,
+                 micro_batch=micro_batch, precision=precision, recompute=recompute, **options)
+    sweep = train_sweep(model, _train_cluster(cluster), counts, search=search, compare=compare,
+                        efficiency=efficiency, seq=seq, progress=progress, **given)
+    return TrainResult(sweep.model, sweep.cluster, {k: tuple(v) for k, v in sweep.runs.items()}, dict(sweep.walls),
+                       {k: tuple(v) for k, v in sweep.exposures.items()}, dict(sweep.failed), tuple(sweep.warnings))
 
 
 def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | ClusterSpec:

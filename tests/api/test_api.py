@@ -166,19 +166,39 @@ class FixedComm:
 def test_train_returns_data(monkeypatch):
     monkeypatch.setattr("fabricsim.training.comm.engine_comm_model", lambda topo: FixedComm())
     ticks = []
-    t = fs.train("llama3-8b", "dgx-h100", [8, 16], tp=8, compare=["xdr", "nvl72"],
+    t = fs.train("llama3-8b", "dgx-h100", [8, 12, 16], tp=8, compare=["xdr"],
                  progress=lambda done, total: ticks.append((done, total)))
-    assert list(t.runs) == ["baseline", "xdr"] and "NVL72 domains hold 72 GPUs" in t.failed["nvl72"]
-    assert repr(t) == "TrainResult(llama3-8b on dgx-h100, GPUs 8,16, variants xdr, failed nvl72)"
-    assert [r["variant"] for r in t.to_records()] == ["baseline", "baseline", "xdr", "xdr"]
-    assert ticks[-1] == (6, 6) and all(total == 6 for _, total in ticks)
+    assert list(t.runs) == ["baseline", "xdr"] and not t.failed
+    assert repr(t) == "TrainResult(llama3-8b on dgx-h100, GPUs 8,12,16, variants xdr, 2 counts refused)"
+    records = t.to_records()
+    assert [(r["variant"], r["gpus"]) for r in records] == [("baseline", 8), ("baseline", 12), ("baseline", 16),
+                                                            ("xdr", 8), ("xdr", 12), ("xdr", 16)]
+    assert "multiple of 8" in records[1]["error"] and [r.n_gpus for r in t.ran("xdr")] == [8, 16]
+    assert ticks[0] == (0, 6) and ticks[-1] == (6, 6) and all(total == 6 for _, total in ticks)
     pytest.importorskip("matplotlib")
     fig = t.figure()
     tok, mfu = fig.axes
     assert fig.texts[0].get_text().startswith("llama3-8b on dgx-h100")
-    assert list(tok.get_xticks()) == [8, 16] and mfu.get_ylim()[0] == 0
+    assert list(tok.get_xticks()) == [8, 12, 16] and mfu.get_ylim()[0] == 0
     labels = [text.get_text() for text in tok.get_legend().get_texts()]
-    assert labels[:3] == ["baseline", "xdr", "ideal scaling from 8 GPUs"] and labels[3].startswith("nvl72: not run (")
+    assert labels == ["baseline", "xdr", "ideal scaling from 8 GPUs"]
+
+
+def test_a_variant_that_cannot_run_stays_in_the_plot_legend():
+    pytest.importorskip("matplotlib")
+    from fabricsim.reports.training_plot import figure
+
+    fig = figure("m on c", {"baseline": [FakeStep(8, 1e5, 0.4), FakeStep(64, 7e5, 0.35)], "sharp": [FakeStep(8)]},
+                 {}, {"sharp": "set levels to 3 or 'auto'"})
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["baseline", "ideal scaling from 8 GPUs", "sharp: not run (set levels to 3 or 'auto')"]
+
+
+class FakeStep:
+    def __init__(self, n_gpus, tokens_per_s=None, mfu_bf16=None):
+        self.n_gpus = n_gpus
+        if tokens_per_s is not None:
+            self.tokens_per_s, self.mfu_bf16 = tokens_per_s, mfu_bf16
 
 
 def test_train_takes_a_cluster_but_not_part_of_one(monkeypatch):

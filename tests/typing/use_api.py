@@ -23,7 +23,7 @@ def log_error(log: str, cluster: fs.Cluster) -> float:
 
 def tokens(model: str) -> list[float]:
     trained: fs.TrainResult = fs.train(model, "dgx-h100", [8, 16], tp=8)
-    return [r.tokens_per_s for r in trained.runs["baseline"]]
+    return [r.tokens_per_s for r in trained.ran("baseline")]
 
 
 def records(result: fs.PerfResult) -> int:
