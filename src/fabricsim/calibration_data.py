@@ -22,3 +22,21 @@ def default_path() -> Path:
         if (base / _RELATIVE).exists():
             return base / _RELATIVE
     return repo.parent / _RELATIVE
+
+
+def require(path: str | Path | None = None) -> Path:
+    """`path`, or the default calibration file, checked to exist: a missing one is a FabricsimError naming
+    `FABRICSIM_CALIBRATION` and `--data`, the two ways to point fabricsim at it."""
+    from fabricsim.errors import FabricsimError
+
+    if path:
+        return Path(path)
+    found = default_path()
+    if found.exists():
+        return found
+    env = os.environ.get("FABRICSIM_CALIBRATION")
+    if env:
+        raise FabricsimError(f"FABRICSIM_CALIBRATION is {env}, which does not exist: point it at a measurements.jsonl "
+                             "file, or pass --data PATH")
+    raise FabricsimError(f"no calibration data found ({_RELATIVE} beside the fabricsim checkout or above the current "
+                         "directory): set FABRICSIM_CALIBRATION=/path/to/measurements.jsonl or pass --data PATH")

@@ -67,10 +67,10 @@ def test_json_parses_and_matches_the_log():
 
 
 def test_in_place_columns_and_nccl_model():
-    doc = json.loads(ok(LOG_10N, "--cluster", "dgx-h100", "--gpus", "80", "--placement", "in", "--model", "nccl",
+    doc = json.loads(ok(LOG_10N, "--cluster", "dgx-h100", "--gpus", "80", "--placement", "in", "--cost-model", "nccl",
                         "--format", "json"))
     assert doc["rows"][0]["measured_time_us"] == pytest.approx(801.71)
-    assert doc["model"] == "nccl" and len(doc["rows"]) == 5
+    assert doc["cost_model"] == "nccl" and len(doc["rows"]) == 5
 
 
 def test_output_is_deterministic():

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fabricsim.cli.main import main
-from fabricsim.cli.perf import sizes
+from fabricsim.reports.sweep import sizes
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.nccltests_log import parse_nccl_tests
 
@@ -33,7 +33,7 @@ def test_table_has_nccl_tests_layout_and_parses_back(capsys):
 def test_json_has_the_documented_keys(capsys):
     rc, out, _ = run(capsys, "perf", "all_gather", "-c", "dgx-h100", "-b", "8M", "-e", "8M", "--format", "json")
     assert rc == 0
-    rows = json.loads(out)
+    rows = json.loads(out)["rows"]
     assert len(rows) == 1
     for key in ("size_bytes", "count", "type", "redop", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels"):
         assert key in rows[0]
@@ -44,13 +44,13 @@ def test_forced_algorithm_and_protocol_are_used(capsys):
     rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1M", "-e", "1M", "--algo", "ring",
                      "--proto", "ll128", "--format", "json")
     assert rc == 0
-    row = json.loads(out)[0]
+    row = json.loads(out)["rows"][0]
     assert (row["algo"], row["proto"]) == ("ring", "ll128")
 
 
 def test_nccl_model_and_explain(capsys):
-    rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G", "--model", "nccl", "--format", "json")
-    assert rc == 0 and json.loads(out)[0]["algo"] == "NVLS"
+    rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G", "--cost-model", "nccl", "--format", "json")
+    assert rc == 0 and json.loads(out)["rows"][0]["algo"] == "NVLS"
     rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1K", "-e", "1G", "-f", "1024", "--explain")
     assert rc == 0 and "# explain" in out and "nccl model" in out
 
@@ -60,7 +60,7 @@ def test_multi_node_ring_uses_every_nic(capsys):
     rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "--nodes", "2", "-b", "4G", "-e", "4G", "--algo", "ring",
                      "--format", "json")
     assert rc == 0
-    assert json.loads(out)[0]["busbw_GBps"] > 300
+    assert json.loads(out)["rows"][0]["busbw_GBps"] > 300
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -68,7 +68,8 @@ def test_multi_node_ring_uses_every_nic(capsys):
     (("perf", "all_reduce", "-c", "dgx-h100", "-b", "-4"), "invalid size"),
     (("perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1M"), "smaller than -b"),
     (("perf", "broadcast", "-c", "dgx-h100", "-r", "8"), "root 8 is outside"),
-    (("perf", "all_reduce", "-c", "dgx-h100", "--algo", "collnet_direct"), "does not apply"),
+    (("perf", "all_reduce", "-c", "dgx-h100", "--algo", "collnet_direct"), "set 'sharp: true'"),
+    (("perf", "all_reduce", "-c", "dgx-h100", "--algo", "pat"), "does not apply"),
     (("perf", "all_reduce", "-c", "dgx-h100", "--algo", "nvls", "--proto", "ll"), "LL and LL128 exist only"),
 ])
 def test_bad_input_is_one_clear_line(capsys, args, needle):
@@ -98,7 +99,7 @@ def test_trace_is_perfetto_json(capsys, tmp_path):
 def test_algo_exclusion_as_nccl_algo_caret(capsys):
     rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G", "--algo", "^nvls",
                      "--format", "json")
-    assert rc == 0 and json.loads(out)[0]["algo"] in ("ring", "tree")
+    assert rc == 0 and json.loads(out)["rows"][0]["algo"] in ("ring", "tree")
 
 
 def test_routing_override_reaches_the_engine(capsys, tmp_path):
@@ -114,7 +115,7 @@ def test_routing_override_reaches_the_engine(capsys, tmp_path):
     rc1, ecmp, _ = run(capsys, *args)
     rc2, adaptive, _ = run(capsys, *args, "--routing", "adaptive")
     assert rc1 == rc2 == 0
-    assert json.loads(adaptive)[0]["busbw_GBps"] > json.loads(ecmp)[0]["busbw_GBps"]
+    assert json.loads(adaptive)["rows"][0]["busbw_GBps"] > json.loads(ecmp)["rows"][0]["busbw_GBps"]
 
 
 @pytest.mark.parametrize("args,match", [
@@ -122,7 +123,7 @@ def test_routing_override_reaches_the_engine(capsys, tmp_path):
     (("-b", "8", "-e", "99999999999999999999999"), "256 TiB"),
     (("-b", "1M", "-e", "1M", "--algo", "^ring,tree,nvls"), "excludes every algorithm"),
     (("-b", "1M", "-e", "1M", "--proto", "^ll,ll128,simple"), "some, not all"),
-    (("-b", "1M", "-e", "1M", "--model", "nccl", "--explain"), "drop --model nccl"),
+    (("-b", "1M", "-e", "1M", "--cost-model", "nccl", "--explain"), "drop --cost-model nccl"),
     (("-b", "64M", "-e", "64M", "-o", "prod", "--algo", "nvls"), "NVLS cannot reduce prod on float"),
 ])
 def test_bad_perf_inputs_are_one_clear_error(capsys, args, match):
@@ -135,17 +136,17 @@ def test_nvls_only_for_the_reductions_the_nvswitch_does(capsys, extra):
     """NCCL's NVLS reduces sum/min/max on 32/64-bit integers, half, bfloat16 and sum on float/double only."""
     base = ("perf", "all_reduce", "-c", "dgx-h100", "-b", "64M", "-e", "64M", "--format", "json")
     rc, out, _ = run(capsys, *base, *extra)
-    assert rc == 0 and json.loads(out)[0]["algo"] != "nvls"
-    rc, out, _ = run(capsys, *base, *extra, "--model", "nccl")
-    assert rc == 0 and json.loads(out)[0]["algo"] not in ("NVLS", "NVLSTree")
+    assert rc == 0 and json.loads(out)["rows"][0]["algo"] != "nvls"
+    rc, out, _ = run(capsys, *base, *extra, "--cost-model", "nccl")
+    assert rc == 0 and json.loads(out)["rows"][0]["algo"] not in ("NVLS", "NVLSTree")
     rc, out, _ = run(capsys, *base, "-o", "max", "-d", "bfloat16")
-    assert json.loads(out)[0]["algo"] == "nvls"
+    assert json.loads(out)["rows"][0]["algo"] == "nvls"
 
 
 def test_sizes_below_one_element_move_nothing(capsys):
     for model in ("fabricsim", "nccl"):
-        rc, out, _ = run(capsys, "perf", "alltoall", "-c", "dgx-h100", "-b", "1", "-e", "2", "--model", model, "--format", "json")
-        rows = json.loads(out)
+        rc, out, _ = run(capsys, "perf", "alltoall", "-c", "dgx-h100", "-b", "1", "-e", "2", "--cost-model", model, "--format", "json")
+        rows = json.loads(out)["rows"]
         assert rc == 0 and all(r["size_bytes"] == 0 and r["time_us"] == 0 for r in rows)
 
 
@@ -168,14 +169,14 @@ def test_adaptive_routing_is_not_slower_than_ecmp(capsys, gpus):
         rc, out, _ = run(capsys, "perf", "all_reduce", "-c", "superpod-h100", "--gpus", gpus, "-b", "1G", "-e", "1G",
                          "--routing", routing, "--format", "json")
         assert rc == 0
-        busbw[routing] = json.loads(out)[0]["busbw_GBps"]
+        busbw[routing] = json.loads(out)["rows"][0]["busbw_GBps"]
     assert busbw["adaptive"] >= busbw["ecmp"] * (1 - 1e-9)
 
 
 def _busbw(capsys, *args) -> float:
     rc, out, _ = run(capsys, "perf", *args, "-b", "1G", "-e", "1G", "--format", "json")
     assert rc == 0
-    return json.loads(out)[0]["busbw_GBps"]
+    return json.loads(out)["rows"][0]["busbw_GBps"]
 
 
 @pytest.mark.parametrize("collective,extra", [("broadcast", ()), ("broadcast", ("-r", "3")), ("reduce", ())])

@@ -189,15 +189,11 @@ def test_nccl_logs_facts():
     (["xml/aws-p5.48xl-topo.xml", "logs/aws-p5-efa-16gpu-nccl-info.log"], {}, "dgx-h100", 2),
 ])
 def test_perf_on_imported_dgx_class_machines_within_10_percent_of_the_preset(files, kw, preset, nodes):
-    from fabricsim.cli.perf import rows_for
-    from fabricsim.topology import load_cluster
+    import fabricsim as fs
 
-    imp, topo = _built(files, **kw)
-    ref = load_cluster(preset, nodes=nodes)
+    imp, _topo = _built(files, **kw)
     sizes = [1 << 20, 1 << 24, 1 << 28, 1 << 30]
-    args = dict(dtype="float", redop="sum", root=0, algos=None, protos=None, level="flow", library="nccl",
-                model="fabricsim")
-    ours = [r.time_s for r, _ in rows_for(topo, "all_reduce", sizes, **args)]
-    theirs = [r.time_s for r, _ in rows_for(ref, "all_reduce", sizes, **args)]
+    ours = [r.time_s for r in fs.perf(fs.cluster(imp.spec), "all_reduce", sizes).rows]
+    theirs = [r.time_s for r in fs.perf(fs.cluster(preset, nodes=nodes), "all_reduce", sizes).rows]
     ratio = np.array(ours) / np.array(theirs)
     assert np.all(np.abs(ratio - 1) <= 0.10), (imp.spec, ratio)

@@ -92,12 +92,23 @@ def test_less_than_one_rank_is_a_malformed_log(tmp_path, line):
     assert "nranks 0: a run has at least one rank, so the log is malformed" in fails(write(tmp_path, text))
 
 
-def test_rank_count_no_preset_size_can_match(tmp_path):
-    msg = fails(write(tmp_path, log_text(nranks=7)), "--gpus", "16")
-    assert msg == ("the log ran on 7 ranks but dgx-h100 --gpus 16 has 16 GPUs; dgx-h100 comes in whole nodes of 8 GPUs, "
-                   "so no --gpus runs 7 ranks: use a cluster whose GPU count equals the log's ranks "
-                   "(a YAML cluster with 7 GPUs)")
-    assert "--gpus 7" not in msg
+def test_rank_count_below_one_node_runs_on_a_partial_node(tmp_path):
+    log = write(tmp_path, log_text(nranks=7))
+    assert fails(log, "--gpus", "16") == "the log ran on 7 ranks but dgx-h100 --gpus 16 has 16 GPUs: use --gpus 7"
+    assert run(log, "--gpus", "7").exit_code == 0
+
+
+def test_rank_count_across_nodes_spreads_the_ranks_evenly(tmp_path):
+    log = write(tmp_path, log_text(nranks=12))
+    assert fails(log).endswith("has 8 GPUs: use --nodes 2 --gpus 12 (6 GPUs on each of 2 nodes)")
+    assert run(log, "--nodes", "2", "--gpus", "12").exit_code == 0
+
+
+def test_rank_count_no_size_of_a_rack_preset_can_match(tmp_path):
+    result = CliRunner().invoke(compare, [write(tmp_path, log_text(nranks=100)), "--cluster", "gb200-nvl72"])
+    assert str(result.exception) == ("the log ran on 100 ranks but gb200-nvl72 has 72 GPUs; gb200-nvl72 comes in whole "
+                                     "units of 72 GPUs, so no size runs 100 ranks: use a cluster whose GPU count "
+                                     "equals the log's ranks (a YAML cluster with 100 GPUs)")
 
 
 def test_rank_count_a_preset_size_matches(tmp_path):
@@ -111,8 +122,10 @@ def test_rank_count_for_a_yaml_cluster(tmp_path):
     log = write(tmp_path, log_text(nranks=16))
     result = CliRunner().invoke(compare, [log, "--cluster", str(yaml), "--level", "analytical"])
     assert str(result.exception).endswith(f"has 8 GPUs: set nodes: 2 in {yaml}")
+    result = CliRunner().invoke(compare, [write(tmp_path, log_text(nranks=12)), "--cluster", str(yaml)])
+    assert str(result.exception).endswith(f"set nodes and gpus_per_node in {yaml} so that they multiply to 12")
     result = CliRunner().invoke(compare, [write(tmp_path, log_text(nranks=7)), "--cluster", str(yaml)])
-    assert str(result.exception).endswith(f"set nodes and gpus_per_node in {yaml} so that they multiply to 7")
+    assert str(result.exception).endswith("has 8 GPUs: add --gpus 7 (the first 7 GPUs of one node)")
 
 
 @pytest.mark.parametrize("old, new, expect", [

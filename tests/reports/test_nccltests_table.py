@@ -76,7 +76,9 @@ def test_conventions():
 
 
 def test_json_and_csv():
-    records = json.loads(format_json([ROW]))
+    doc = json.loads(format_json([ROW], {"cluster": "dgx-h100"}))
+    records = doc["rows"]
+    assert doc["cluster"] == "dgx-h100" and list(doc) == ["cluster", "rows"]
     assert records[0]["size_bytes"] == 1073741824 and records[0]["algo"] == "NVLS"
     assert records[0]["busbw_GBps"] == pytest.approx(476.02) and records[0]["ip_time_us"] == pytest.approx(3950.1)
     rows = list(csv.DictReader(io.StringIO(format_csv([ROW]))))
@@ -104,4 +106,5 @@ def test_round_trip(samples, coll, nranks):
         assert parsed.out_of_place.time_us == pytest.approx(row.time_s * 1e6, rel=0.06, abs=0.006)
         assert parsed.in_place.time_us == pytest.approx(row.ip_time_s * 1e6, rel=0.06, abs=0.006)
         assert parsed.extra == {"algo": "Ring", "proto": "LL128", "channels": "24"}
-    assert parse_nccl_tests(format_json(rows)).rows[0].size_bytes == rows[0].size_bytes
+    own = parse_nccl_tests(format_json(rows, {"collective": coll, "gpus": nranks}))
+    assert (own.collective, own.nranks, own.rows[0].size_bytes) == (coll, nranks, rows[0].size_bytes)

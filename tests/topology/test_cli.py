@@ -50,7 +50,7 @@ def _show(*args) -> dict:
 def _alltoall_aggregate(capsys, *args) -> float:
     """What `perf alltoall` moves per direction, summed over GPUs: n x busbw (busbw = per-rank send rate), bytes/s."""
     assert main(["perf", "alltoall", *args, "-b", "1G", "-e", "1G", "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)[0]["busbw_GBps"] * 1e9
+    return json.loads(capsys.readouterr().out)["rows"][0]["busbw_GBps"] * 1e9
 
 
 @pytest.mark.parametrize("args", [("superpod-h100", "--gpus", "256"), ("dgx-h100", "--nodes", "2"), ("pcie-l40s-8",),

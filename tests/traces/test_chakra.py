@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("google.protobuf")
 
 from fabricsim.cli.main import main  # noqa: E402
-from fabricsim.cli.perf import rows_for  # noqa: E402
+import fabricsim as fs  # noqa: E402
 from fabricsim.errors import FabricsimError  # noqa: E402
 from fabricsim.topology import load_cluster  # noqa: E402
 from fabricsim.traces import run_chakra  # noqa: E402
@@ -68,8 +68,7 @@ def test_round_trip_of_the_file_format(tmp_path):
 def test_data_parallel_step_on_16_ranks_matches_perf(tmp_path):
     topo = load_cluster("dgx-h100", nodes=2)
     rep = run_chakra(dp_step(tmp_path), topo)
-    ((row, choice),) = rows_for(topo, "all_reduce", [BUCKET], dtype="float", redop="sum", root=0, algos=None,
-                                protos=None, level="flow", library="nccl", model="fabricsim")
+    (row,) = fs.perf(fs.cluster("dgx-h100", nodes=2), "all_reduce", [BUCKET]).rows
     (c,) = rep.collectives
     assert (c.collective, c.ranks, c.nbytes, c.calls) == ("all_reduce", 16, BUCKET, LAYERS)
     assert c.time == row.time_s and (c.algo, c.proto, c.channels) == (row.algo, row.proto, row.channels)
@@ -99,8 +98,7 @@ def test_compute_from_flops_and_cli_with_perfetto(tmp_path, capsys):
                  "--perfetto", str(out), "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ranks"] == 8 and doc["per_rank"][0]["compute"] == pytest.approx(2.0)
-    ((row, _),) = rows_for(load_cluster("dgx-h100"), "all_gather", [8 << 20], dtype="float", redop="sum", root=0,
-                           algos=None, protos=None, level="flow", library="nccl", model="fabricsim")
+    (row,) = fs.perf("dgx-h100", "all_gather", [8 << 20]).rows
     assert doc["collectives"][0]["time"] == row.time_s
     events = json.loads(out.read_text())["traceEvents"]
     assert {e["args"]["kind"] for e in events if e["ph"] == "X"} == {"comp", "coll"}

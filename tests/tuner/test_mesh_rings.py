@@ -72,7 +72,7 @@ def test_ring_channels_spread_over_every_nvlink(cluster, collective):
 def test_perf_on_dgx1_reaches_nccls_ring_bandwidth(capsys, args, nccl_busbw):
     rc = main(["perf", *args, "-b", "1G", "-e", "1G", "--format", "json"])
     assert rc == 0
-    busbw = json.loads(capsys.readouterr().out)[0]["busbw_GBps"]
+    busbw = json.loads(capsys.readouterr().out)["rows"][0]["busbw_GBps"]
     assert busbw == pytest.approx(nccl_busbw, rel=0.05)  # was 20.0 and 9.0
 
 

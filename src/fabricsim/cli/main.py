@@ -1,46 +1,81 @@
-"""The `fabricsim` command. Each subcommand lives in its own module of this package."""
+"""The `fabricsim` command: a group whose subcommands are imported only when one runs (start-up stays lean).
+
+Exit status: 0 ok, 1 a failed check (e.g. `verify` found a wrong result), 2 bad input (a `FabricsimError`
+or a usage error, printed as one line on stderr), 130 interrupted. A reader that closes the pipe early
+(`fabricsim perf ... | head`) ends the run quietly with status 1, click's rule for a broken pipe.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from fabricsim import __version__
+from fabricsim.cli.commands import COMMANDS
 from fabricsim.errors import FabricsimError
 
+EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="fabricsim")
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when that subcommand is asked for."""
+
+    def __init__(self, *args, lazy: dict[str, str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            module, _, attr = self.lazy[cmd_name].partition(":")
+            return getattr(importlib.import_module(module), attr)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="fabricsim")
 def cli() -> None:
     """fabricsim: how fast will these GPUs talk to each other, and how fast will my model train?"""
 
 
-def _register() -> None:
-    from fabricsim.cli import commands
+def one_line(text: str) -> str:
+    """A message on one line: click's lists of choices span several."""
+    return " ".join(text.split())
 
-    for command in commands.ALL:
-        cli.add_command(command)
+
+def _usage_line(err: click.UsageError) -> str:
+    where = err.ctx.command_path if err.ctx is not None else "fabricsim"
+    return f"error: {one_line(err.format_message())} (see '{where} --help')"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: bad input prints one clear line on stderr and exits 2, never a traceback."""
-    _register()
+    """Run `fabricsim` with `argv` (default: the process's) and return the exit status; bad input prints one
+    line on stderr, never a traceback."""
     try:
-        cli.main(args=argv, prog_name="fabricsim", standalone_mode=False)
+        rv = cli.main(args=argv, prog_name="fabricsim", standalone_mode=False)
     except FabricsimError as err:
-        click.echo(f"error: {err}", err=True)
-        return 2
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 1
-    except click.ClickException as err:
-        err.show()
+        click.echo(f"error: {one_line(str(err))}", err=True)
+        return EXIT_BAD_INPUT
+    except click.UsageError as err:
+        click.echo(_usage_line(err), err=True)
+        return EXIT_BAD_INPUT
+    except click.ClickException as err:  # e.g. a file option click could not open
+        click.echo(f"error: {one_line(err.format_message())}", err=True)
         return err.exit_code
-    except BrokenPipeError:
-        return 0
-    return 0
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("interrupted", err=True)
+        return EXIT_INTERRUPTED
+    return rv if isinstance(rv, int) else EXIT_OK
+
+
+def run() -> None:
+    """The console script: exit with `main()`'s status."""
+    sys.exit(main())
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

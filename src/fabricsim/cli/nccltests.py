@@ -51,12 +51,15 @@ def _env_int(environ, names, least: int) -> int | None:
 
 
 def sweep(topo, collective: str, size_list: list[int], **kw) -> list:
-    """The perf sweep this emulator prints: one PerfRow per size (the only call into it, so moving to the
-    library's sweep is one line here)."""
-    from fabricsim.cli.perf import rows_for
+    """The perf sweep this emulator prints: one PerfRow per size (`fabricsim.reports.sweep.predict` on every
+    GPU of the topology)."""
+    import numpy as np
 
-    return [row for row, _ in rows_for(topo, collective, size_list, level="flow", library="nccl", model="fabricsim",
-                                       **kw)]
+    from fabricsim.reports.sweep import predict
+
+    ranks = np.arange(topo.n_gpus, dtype=np.int32)
+    return [p.row for p in predict(topo, ranks, collective, size_list, level="flow", library="nccl",
+                                   cost_model="fabricsim", **kw)]
 
 
 def _cluster(environ, ranks: int, notes: list[str]):
@@ -80,7 +83,7 @@ def _cluster(environ, ranks: int, notes: list[str]):
 
 
 def _sizes(args) -> list[int]:
-    from fabricsim.cli.perf import sizes
+    from fabricsim.reports.sweep import sizes
 
     if args.stepfactor > 1:
         if args.minbytes == 0:

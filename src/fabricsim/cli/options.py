@@ -1,8 +1,12 @@
-"""Options shared by several subcommands."""
+"""Options shared by several subcommands, and the few helpers that read them."""
 
 from __future__ import annotations
 
 import click
+
+from fabricsim.errors import FabricsimError
+
+COST_MODELS = ("fabricsim", "nccl")  # as fabricsim.reports.sweep.COST_MODELS, without importing the engine
 
 
 def routing_option(f):
@@ -12,34 +16,40 @@ def routing_option(f):
                              "paths); default: the cluster's.")(f)
 
 
-def load_topology(cluster: str, nodes: int | None, gpus: int | None, routing: str | None):
-    """The cluster's topology, with its routing replaced when --routing is given."""
-    from dataclasses import replace
-
-    from fabricsim.topology import build, load_spec
-
-    spec = load_spec(cluster, nodes=nodes, gpus=gpus)
-    return build(replace(spec, routing=routing) if routing else spec)
-
-
 def size_options(f):
-    """--nodes / --gpus: how big to build a preset cluster."""
-    f = click.option("--gpus", type=int, default=None, help="Total GPUs (whole nodes / racks); presets only.")(f)
+    """--nodes / --gpus: how big to build a preset cluster, and which ranks a run uses."""
+    f = click.option("--gpus", type=int, default=None,
+                     help="GPUs the run uses: whole nodes / racks of a preset, or fewer than one node (the node is "
+                          "built whole, the run uses its first GPUs); with --nodes, that many GPUs spread evenly "
+                          "over the nodes.")(f)
     return click.option("--nodes", type=int, default=None, help="Nodes (servers or NVL72 trays); presets only.")(f)
 
 
 def engine_options(f):
-    """--algo / --proto / --level / --model: how a prediction is made (perf, compare)."""
-    f = click.option("--model", default="fabricsim", show_default=True, type=click.Choice(["fabricsim", "nccl"]),
-                     help="fabricsim: simulate every candidate on the topology; nccl: NCCL's own cost model.")(f)
-    f = click.option("--level", default="flow", show_default=True, type=click.Choice(["flow", "analytical"]),
-                     help="Engine fidelity: flow-level max-min sharing, or the fast per-step bottleneck model.")(f)
+    """--algo / --proto / --level / --cost-model (and the deprecated --model): how a prediction is made."""
+    f = click.option("--model", "old_model", default=None, hidden=True, type=click.Choice(COST_MODELS),
+                     help="Deprecated spelling of --cost-model.")(f)
+    f = click.option("--cost-model", "cost_model", default=None, type=click.Choice(COST_MODELS),
+                     help="fabricsim (default): simulate every candidate on the topology; nccl: NCCL's own "
+                          "cost model (tuning.cc).")(f)
+    f = click.option("--level", default=None, type=click.Choice(["flow", "analytical"]),
+                     help="fabricsim's engine fidelity: flow-level max-min sharing (default), or the fast per-step "
+                          "bottleneck model.")(f)
     f = click.option("--proto", default=None, help="Force protocols, as NCCL_PROTO: ll, ll128, simple.")(f)
     return click.option("--algo", default=None, help="Force algorithms, as NCCL_ALGO: e.g. ring,tree,nvls.")(f)
 
 
-def split_list(text: str | None) -> list[str] | None:
-    """'ring,tree' -> ['ring', 'tree'] (lower case); None or '' -> None."""
-    if not text:
-        return None
-    return [t.strip().lower() for t in text.split(",") if t.strip()]
+def cost_model(new: str | None, old: str | None) -> str:
+    """--cost-model, or the deprecated --model with a note on stderr (train's --model names a training model)."""
+    if old is not None:
+        if new is not None and new != old:
+            raise FabricsimError(f"--model {old} and --cost-model {new} disagree: give --cost-model only")
+        click.echo(f"note: --model is deprecated here (train's --model names a model to train): use --cost-model "
+                   f"{old}", err=True)
+    return new or old or "fabricsim"
+
+
+def notes(lines) -> None:
+    """What a run wants the user to know, on stderr (stdout keeps the table or JSON clean)."""
+    for line in lines:
+        click.echo(f"note: {line}", err=True)

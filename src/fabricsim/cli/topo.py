@@ -8,8 +8,6 @@ import click
 
 from fabricsim.cli.importers import import_cluster
 from fabricsim.cli.options import size_options
-from fabricsim.topology import PRESETS, load_cluster, load_spec, save_cluster
-from fabricsim.topology.summary import summarize
 from fabricsim.units import GB, Gbit
 
 
@@ -29,6 +27,8 @@ topo.add_command(import_cluster)
 @topo.command("list")
 def list_presets() -> None:
     """List the preset clusters."""
+    from fabricsim.topology import PRESETS
+
     width = max(map(len, PRESETS))
     for name, (desc, _) in PRESETS.items():
         click.echo(f"{name:<{width}}  {desc}")
@@ -39,6 +39,8 @@ def render(s: dict) -> str:
     rows = [
         ("cluster", s["name"]),
         ("GPUs", f"{s['gpus']:,} x {s['gpu']} ({s['nodes']:,} node{'s' * (s['nodes'] != 1)}, {s['gpus_per_domain']} GPUs per NVLink domain)"),
+        *([("ranks used", f"{s['ranks_used']:,} of {s['gpus']:,} (ranks {s['ranks']}); the figures below are the whole "
+                          "cluster's hardware")] if s.get("ranks_used", s["gpus"]) != s["gpus"] else []),
         ("scale-up per GPU", f"{_bw(s['scaleup_bw_per_gpu'])}/dir, {_bw(s['scaleup_bw_per_gpu_bidir'])} both ({s['scaleup_tech']})"),
         ("PCIe per GPU", f"{_bw(s['pcie_bw_per_gpu'])}/dir; host link {_bw(s['host_link_bw_per_gpu'])}/dir"),
         ("NVLink : PCIe", f"{s['nvlink_to_pcie']:.1f}x" if s["nvlink_to_pcie"] else "no NVLink"),
@@ -73,7 +75,9 @@ def render(s: dict) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (SI units).")
 def show(cluster: str, nodes: int | None, gpus: int | None, as_json: bool) -> None:
     """Summarise CLUSTER (a preset name or a YAML file)."""
-    s = summarize(load_cluster(cluster, nodes=nodes, gpus=gpus))
+    from fabricsim import api
+
+    s = api.cluster(cluster, nodes, gpus).summary()
     click.echo(json.dumps(s, indent=2, sort_keys=True) if as_json else render(s))
 
 
@@ -83,6 +87,12 @@ def show(cluster: str, nodes: int | None, gpus: int | None, as_json: bool) -> No
 @size_options
 def save(cluster: str, output: str, nodes: int | None, gpus: int | None) -> None:
     """Write CLUSTER's spec as YAML (edit it, then `topo show file.yaml`)."""
-    spec = load_spec(cluster, nodes=nodes, gpus=gpus)
-    save_cluster(spec, output)
+    from fabricsim import api
+    from fabricsim.topology import save_cluster
+
+    c = api.cluster(cluster, nodes, gpus)
+    save_cluster(c.spec, output)
     click.echo(f"wrote {output}")
+    if c.partial:
+        click.echo(f"note: {output} holds the whole hardware ({c.total_gpus} GPUs); a run on ranks {c.summary()['ranks']} "
+                   f"of it is --gpus {c.n_gpus}" + (f" --nodes {nodes}" if nodes is not None else ""), err=True)

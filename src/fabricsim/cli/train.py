@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
+from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 from fabricsim.training import parallel as P
 from fabricsim.training.runs import load_run_file, train_sweep
@@ -84,38 +84,6 @@ def _wall_line(wall) -> str:
             f"of the smallest run (marginal efficiency {min(wall.marginal):.0%})")
 
 
-def _plot(path: str, runs: dict, walls: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for label, results in runs.items():
-        results = [r for r in results if isinstance(r, StepResult)]
-        gpus = [r.n_gpus for r in results]
-        ax1.plot(gpus, [r.tokens_per_s for r in results], marker="o", label=label)
-        ax2.plot(gpus, [r.mfu_bf16 * 100 for r in results], marker="o", label=label)
-        if walls[label].gpus is not None:
-            for ax in (ax1, ax2):
-                ax.axvline(walls[label].gpus, linestyle="--", alpha=0.5, color=ax.lines[-1].get_color())
-    for ax, ylabel in ((ax1, "tokens/s"), (ax2, "MFU vs dense BF16 peak (%)")):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("GPUs")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-    ax1.set_yscale("log")
-    ax1.legend(fontsize=8)
-    fig.suptitle("training throughput (dashed: scaling wall)")
-    fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as err:
-        raise FabricsimError(f"cannot write plot {path}: {err.strerror}; check the directory exists and is writable") from None
-    finally:
-        plt.close(fig)
-
-
 @click.command("train")
 @click.option("--model", "model_name", help="built-in model name or a YAML model file (required here or in --run)")
 @click.option("--cluster", help="cluster preset name or YAML file (required here or in --run)")
@@ -161,7 +129,8 @@ def _plot(path: str, runs: dict, walls: dict) -> None:
 @click.option("--efficiency", type=float, help="fraction of the precision's dense peak the hardware FLOPs reach "
                                                "(default: the kernel model over published anchors)")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
-@click.option("--plot", type=click.Path(dir_okay=False), help="write tokens/s and MFU vs GPUs to this PNG")
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help="write tokens/s and MFU vs GPUs to this file (.png, .pdf or .svg)")
 @click.option("--compare", multiple=True, type=click.Choice(list(VARIANTS)), help="also run on an interconnect variant (repeatable)")
 @click.option("--search", is_flag=True, default=None,
               help="consider every TP x PP (x EP for mixtures of experts) layout that fits in HBM and keep the one with "
@@ -174,10 +143,13 @@ def train(model_name, cluster, gpus, run_file, fmt, plot, **options):
     for need in ("model", "cluster", "gpus"):
         if need not in given:
             raise FabricsimError(f"--{need} is required (on the command line or in the --run file)")
-    if plot and not Path(plot).resolve().parent.is_dir():
-        raise FabricsimError(f"cannot write plot {plot}: its directory does not exist; create it or choose another path")
+    if plot:
+        from fabricsim.reports.plotting import plot_format
+
+        plot_format(plot)  # a bad name or a missing matplotlib fails before the work, not after
     model, where, counts = given.pop("model"), given.pop("cluster"), _counts(given.pop("gpus"))
-    sweep = train_sweep(model, where, counts, **given)
+    with progress_bar("train") as progress:
+        sweep = train_sweep(model, where, counts, progress=progress, **given)
     for warning in sweep.warnings:
         click.echo(f"warning: {warning}", err=True)
     if fmt == "json":
@@ -202,7 +174,10 @@ def train(model_name, cluster, gpus, run_file, fmt, plot, **options):
         for name, why in sweep.failed.items():
             click.echo(f"--compare {name}: cannot run this job: {why}")
     if plot:
-        _plot(plot, {k: v for k, v in sweep.runs.items() if k not in sweep.failed}, sweep.walls)
+        from fabricsim.reports.plotting import save_figure
+        from fabricsim.reports.training_plot import figure
+
+        save_figure(figure(sweep.title(), sweep.runs, sweep.walls, sweep.failed), plot)
 
 
 def _compare_table(runs: dict) -> str:

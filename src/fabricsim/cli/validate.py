@@ -7,13 +7,8 @@ import math
 
 import click
 
-from fabricsim.calibration_data import default_path
+from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
-from fabricsim.validation.training import calibration_rows, format_rows
-from fabricsim.training.comm import engine_comm_model
-from fabricsim.validation.accuracy import run, summary
-from fabricsim.validation.calibration import load_rows
-from fabricsim.validation.p2p import p2p_table, run_p2p
 
 
 def _pct(x: float) -> str:
@@ -28,6 +23,8 @@ def _finite(x):
 
 def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
     """Per-row and aggregate error table (text)."""
+    from fabricsim.validation.accuracy import summary
+
     lines = []
     if show_rows:
         lines.append(f"{'id':<46} {'coll':<14} {'GPUs':>5} {'metric':<6} {'measured':>9} {'fabricsim':>9} {'err%':>6} "
@@ -54,10 +51,12 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
 
 
 @click.command("validate")
-@click.option("--data", default=None, help="measurements.jsonl (default: ../shared/calibration beside the checkout).")
-@click.option("--level", default="flow", show_default=True, type=click.Choice(["flow", "analytical"]))
+@click.option("--data", default=None,
+              help="measurements.jsonl (default: $FABRICSIM_CALIBRATION, else shared/calibration beside the checkout).")
+@click.option("--level", default=None, type=click.Choice(["flow", "analytical"]),
+              help="Engine fidelity for collective and training rows (default flow).")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
-@click.option("--summary-only", is_flag=True, help="Only the per-family table.")
+@click.option("--summary-only", is_flag=True, help="Only the per-family table (JSON: only 'summary' and 'skipped').")
 @click.option("--training", is_flag=True, help="Score the training-throughput rows (fabricsim train) instead.")
 @click.option("--p2p", is_flag=True, help="Score the point-to-point microbenchmark rows against the hardware catalog instead.")
 @click.option("--logs", is_flag=True, help="Score the real nccl-tests logs instead (logs/index.jsonl beside the "
@@ -65,46 +64,94 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
 def validate(data, level, fmt, summary_only, training, p2p, logs):
     """Predict every collective (or, with --training / --p2p / --logs, training, point-to-point or nccl-tests log)
     measurement in the calibration set and print the error."""
+    from fabricsim.calibration_data import require
+
     if logs:
         if training or p2p:
             raise FabricsimError("--logs scores the nccl-tests logs alone: drop --training / --p2p")
-        _logs(data, fmt, level, summary_only)
+        _logs(data, fmt, level or "flow", summary_only)
         return
+    if training and p2p:
+        raise FabricsimError("--training and --p2p score different rows: give one of them (or neither, for the "
+                             "collective rows)")
+    if summary_only and (training or p2p):
+        raise FabricsimError(f"--summary-only shortens the collective accuracy table; --{'training' if training else 'p2p'}"
+                             " prints one table with its summary line: drop --summary-only")
+    if p2p and level is not None:
+        raise FabricsimError("--p2p checks the hardware catalog on the built topology, without the engine: drop --level")
+    path = require(data)
     if p2p:
-        preds, skipped = run_p2p(load_rows(data))
-        if fmt == "json":
-            click.echo(json.dumps({"rows": [{"id": p.id, "what": p.what, "measured": p.measured, "predicted": p.predicted,
-                                             "error_pct": p.error} for p in preds],
-                                   "skipped": [{"id": s.id, "reason": s.reason} for s in skipped]}, indent=1))
-        else:
-            click.echo(p2p_table(preds, skipped))
-        return
-    if training:
-        rows = calibration_rows(data or default_path(), lambda topo: engine_comm_model(topo, level=level))
-        if fmt == "json":
-            click.echo(json.dumps([{"id": r.id, "metric": r.metric, "measured": r.measured, "predicted": r.predicted,
-                                    "error_pct": r.error_pct, "skipped": r.skipped} for r in rows], indent=1))
-        else:
-            click.echo(format_rows(rows))
-        return
-    preds, skipped = run(data, level=level)
+        _p2p(path, fmt)
+    elif training:
+        _training(path, fmt, level or "flow")
+    else:
+        _collectives(path, fmt, level or "flow", summary_only)
+
+
+def _p2p(path, fmt: str) -> None:
+    from fabricsim.validation.calibration import load_rows
+    from fabricsim.validation.p2p import p2p_table, run_p2p
+
+    preds, skipped = run_p2p(load_rows(path))
     if fmt == "json":
-        click.echo(json.dumps({
+        click.echo(json.dumps({"rows": [{"id": p.id, "what": p.what, "measured": p.measured, "predicted": p.predicted,
+                                         "error_pct": p.error} for p in preds],
+                               "skipped": [{"id": s.id, "reason": s.reason} for s in skipped]}, indent=1))
+    else:
+        click.echo(p2p_table(preds, skipped))
+
+
+def _training(path, fmt: str, level: str) -> None:
+    from fabricsim.training.comm import engine_comm_model
+    from fabricsim.validation.calibration import load_rows
+    from fabricsim.validation.training import calibration_rows, format_rows
+
+    total = sum(1 for r in load_rows(path) if r.get("kind") == "training")
+    with progress_bar("validate --training") as progress:
+        done = [0]
+
+        def comm(topo):  # one call per row that is timed: the progress tick
+            done[0] += 1
+            if progress is not None:
+                progress(min(done[0], total), total)
+            return engine_comm_model(topo, level=level)
+
+        rows = calibration_rows(path, comm)
+    if fmt == "json":
+        click.echo(json.dumps([{"id": r.id, "metric": r.metric, "measured": r.measured, "predicted": r.predicted,
+                                "error_pct": r.error_pct, "skipped": r.skipped} for r in rows], indent=1))
+    else:
+        click.echo(format_rows(rows))
+
+
+def _collectives(path, fmt: str, level: str, summary_only: bool) -> None:
+    from fabricsim.validation.accuracy import run, summary
+
+    with progress_bar("validate") as progress:
+        preds, skipped = run(path, level=level, progress=progress)
+    if fmt == "json":
+        doc = {
             "rows": [{"id": p.case.id, "measured": p.case.measured, "predicted": p.predicted, "error_pct": p.error,
                       "metric": p.case.metric, "algo": p.algo, "proto": p.proto, "nccl_predicted": p.nccl_predicted,
                       "nccl_error_pct": p.nccl_error} for p in sorted(preds, key=lambda p: p.case.id)],
             "summary": [dict(zip(("family", "rows", "median", "p90", "nccl_rows", "nccl_median", "nccl_p90"),
                                  map(_finite, s))) for s in summary(preds)],
             "skipped": [{"id": s.id, "reason": s.reason} for s in skipped],
-        }, indent=1))
+        }
+        if summary_only:
+            del doc["rows"]
+        click.echo(json.dumps(doc, indent=1))
         return
     click.echo(accuracy_table(preds, skipped, show_rows=not summary_only))
 
 
 def _logs(index, fmt: str, level: str, summary_only: bool) -> None:
     """--logs: the calibration set's real nccl-tests logs, each on its own cluster file (validation.logs)."""
+    from fabricsim.calibration_data import require
     from fabricsim.validation.logs import logs_json, logs_table, run_logs
 
+    if not index:
+        require()  # the logs sit beside the calibration data: none found says how to point fabricsim at it
     scores = run_logs(index, level=level)
     click.echo(logs_json(scores) if fmt == "json" else logs_table(scores, show_rows=not summary_only,
                                                                      show_notes=not summary_only))

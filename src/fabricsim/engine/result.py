@@ -86,6 +86,11 @@ class Result:
     slowdown: float  # bandwidth-time factor from sharing the fabric with other jobs (1: alone)
     topo: Topology
 
+    def __repr__(self) -> str:  # the arrays and the topology would print hundreds of KB at scale
+        neck = f", bottleneck {self.bottlenecks[0].name}" if self.bottlenecks else ""
+        return (f"Result({self.collective} {self.algorithm}/{self.protocol} on {self.nranks:,} ranks, {self.nbytes:,} B: "
+                f"{self.time * 1e6:.2f} us, busbw {self.busbw / 1e9:.2f} GB/s, {self.bound}{neck}, level {self.level})")
+
     def summary(self) -> dict:
         """Plain numbers for reports."""
         return {

@@ -1,4 +1,4 @@
-"""Measured nccl-tests rows against predictions: per-size % error, a summary, text/JSON and a busbw plot.
+"""Measured nccl-tests rows against predictions: per-size % error, a summary, text/JSON and a plot.
 
 The error is the signed % error of busbw, (predicted - measured) / measured. Both busbw figures are
 nccl-tests' factor(collective, nranks) * size / time with the same factor, so the error is computed as the
@@ -16,9 +16,77 @@ from pathlib import Path
 import numpy as np
 
 from fabricsim.errors import FabricsimError
-from fabricsim.reports.nccltests_log import ParsedRow
-from fabricsim.reports.nccltests_table import PerfRow, bus_factor, float_str
-from fabricsim.units import GB, format_bytes
+from fabricsim.reports.nccltests_log import ParsedLog, ParsedRow, parse_nccl_tests
+from fabricsim.reports.nccltests_table import DTYPE_SIZES, PerfRow, bus_factor, float_str
+from fabricsim.units import GB, US, format_bytes
+
+
+def read_log(path: str | Path) -> ParsedLog:
+    """Read and parse an nccl-tests log file (text or -J JSON)."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+    except OSError as err:
+        raise FabricsimError(f"cannot read nccl-tests log {path}: {err.strerror}; give the path of a saved "
+                             "nccl-tests stdout or -J JSON file") from None
+    except UnicodeDecodeError as err:
+        raise FabricsimError(f"nccl-tests log {path} is not UTF-8 text (byte {err.start}): give a saved nccl-tests "
+                             "stdout or -J JSON file") from None
+    return parse_nccl_tests(text)
+
+
+def log_collective(log: ParsedLog, override: str | None, known: tuple[str, ...]) -> str:
+    """The log's collective, or `override` (--collective) where the log does not name one."""
+    coll = log.collective
+    if coll is None:
+        if override is None:
+            raise FabricsimError("the log does not say which collective it ran (no '<name>_perf' line): "
+                                 "pass --collective, e.g. --collective all_gather")
+        return override
+    if override is not None and override != coll:
+        raise FabricsimError(f"the log ran {coll} but --collective says {override}: drop --collective")
+    if coll not in known:
+        raise FabricsimError(f"the log ran {coll}, which fabricsim does not predict: "
+                             f"use a log of one of {', '.join(known)}")
+    return coll
+
+
+def rank_mismatch(log_nranks: int, cluster: str, sized: str, n_gpus: int, gpus_per_node: int, unit: int) -> str:
+    """The log ran another rank count than the cluster has GPUs: say so, and which size would match (a partial
+    node, whole units, or the same GPUs on each of several nodes). `unit`: GPUs of the smallest whole size
+    (a node, or an NVL72 rack)."""
+    where = f"the log ran on {log_nranks} ranks but {cluster}{sized} has {n_gpus} GPUs"
+    if Path(cluster).is_file():
+        if log_nranks < unit:
+            return f"{where}: add --gpus {log_nranks} (the first {log_nranks} GPUs of one node)"
+        if log_nranks % gpus_per_node == 0:
+            return f"{where}: set nodes: {log_nranks // gpus_per_node} in {cluster}"
+        return f"{where}: set nodes and gpus_per_node in {cluster} so that they multiply to {log_nranks}"
+    if log_nranks < unit or log_nranks % unit == 0:
+        return f"{where}: use --gpus {log_nranks}"
+    if unit == gpus_per_node:
+        nodes = next(k for k in range(-(-log_nranks // gpus_per_node), log_nranks + 1) if log_nranks % k == 0)
+        return (f"{where}: use --nodes {nodes} --gpus {log_nranks} ({log_nranks // nodes} GPUs on each of {nodes} "
+                "nodes)")
+    return (f"{where}; {cluster} comes in whole units of {unit} GPUs, so no size runs {log_nranks} ranks: use a "
+            f"cluster whose GPU count equals the log's ranks (a YAML cluster with {log_nranks} GPUs)")
+
+
+def predict_like_log(predict, log_rows: list[ParsedRow]) -> list[PerfRow]:
+    """Predictions for every log row, in log order, with each row's own type / op / root:
+    `predict(sizes, dtype=, redop=, root=)` returns one PerfRow per size."""
+    groups: dict[tuple[str, str, int], list[int]] = {}
+    for i, row in enumerate(log_rows):
+        if row.dtype not in DTYPE_SIZES:
+            raise FabricsimError(f"size {row.size_bytes}: the log's type '{row.dtype}' is not an nccl-tests type "
+                                 f"fabricsim knows ({', '.join(sorted(DTYPE_SIZES))}); check the log's type column")
+        root = row.root if row.root is not None and row.root >= 0 else 0
+        groups.setdefault((row.dtype, row.redop or "sum", root), []).append(i)
+    out: list[PerfRow | None] = [None] * len(log_rows)
+    for (dtype, redop, root), idx in groups.items():
+        preds = predict([log_rows[i].size_bytes for i in idx], dtype=dtype, redop=redop, root=root)
+        for i, row in zip(idx, preds):
+            out[i] = row
+    return [r for r in out if r is not None]
 
 
 @dataclass(frozen=True)
@@ -128,44 +196,45 @@ def format_table(rows: list[CompareRow], summary: CompareSummary, title: str,
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
+def records(rows: list[CompareRow]) -> list[dict]:
+    """One JSON-able dict per size (us and GB/s in the key names)."""
+    return [{"size_bytes": r.size_bytes, "measured_time_us": r.measured_time_s * 1e6,
+             "measured_busbw_GBps": r.measured_busbw / GB, "predicted_time_us": r.predicted_time_s * 1e6,
+             "predicted_busbw_GBps": r.predicted_busbw / GB, "error_pct": r.error_pct, "algo": r.algo,
+             "proto": r.proto, "channels": r.channels} for r in rows]
+
+
 def format_json(rows: list[CompareRow], summary: CompareSummary, meta: dict, skipped: list[tuple[int, str]]) -> str:
-    """JSON document: meta fields, 'rows' (us and GB/s in the key names), 'summary' and 'skipped'."""
-    records = [{"size_bytes": r.size_bytes, "measured_time_us": r.measured_time_s * 1e6,
-                "measured_busbw_GBps": r.measured_busbw / GB, "predicted_time_us": r.predicted_time_s * 1e6,
-                "predicted_busbw_GBps": r.predicted_busbw / GB, "error_pct": r.error_pct, "algo": r.algo,
-                "proto": r.proto, "channels": r.channels} for r in rows]
-    return json.dumps({**meta, "rows": records, "summary": asdict(summary),
+    """JSON document: meta fields, 'rows' (`records`), 'summary' and 'skipped'."""
+    return json.dumps({**meta, "rows": records(rows), "summary": asdict(summary),
                        "skipped": [{"size_bytes": size, "reason": reason} for size, reason in skipped]},
                       indent=2) + "\n"
 
 
-def plot_busbw(rows: list[CompareRow], title: str, path: str | Path) -> None:
-    """Measured and predicted busbw (GB/s) vs size on a log2 axis, saved as PNG (Agg: no display needed)."""
-    import matplotlib
+def figure(rows: list[CompareRow], title: str):
+    """Measured and predicted busbw (log y) and time (log-log) against size: a matplotlib Figure."""
+    from fabricsim.reports.plotting import new_figure, plain_log_y, size_ticks
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    size = np.array([r.size_bytes for r in rows], dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    try:
-        ax.plot(size, [r.measured_busbw / GB for r in rows], "o-", label="measured (nccl-tests)")
-        ax.plot(size, [r.predicted_busbw / GB for r in rows], "s--", label="predicted")
-        ax.set_xscale("log", base=2)
-        ticks = size[::max(1, len(size) // 12)]  # at most ~12 labels, on measured sizes
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([format_bytes(s) for s in ticks], rotation=45, ha="right", fontsize=8)
-        ax.minorticks_off()
+    size = [float(r.size_bytes) for r in rows]
+    fig, (bw, tm) = new_figure(12, 4.5, ncols=2)
+    bw.plot(size, [r.measured_busbw / GB for r in rows], "o-", label="measured (nccl-tests)")
+    bw.plot(size, [r.predicted_busbw / GB for r in rows], "s--", label="predicted")
+    tm.plot(size, [r.measured_time_s / US for r in rows], "o-", label="measured (nccl-tests)")
+    tm.plot(size, [r.predicted_time_s / US for r in rows], "s--", label="predicted")
+    for ax, ylabel in ((bw, "busbw (GB/s)"), (tm, "time (us)")):
+        size_ticks(ax, size, format_bytes)
+        plain_log_y(ax, [y for line in ax.get_lines() for y in line.get_ydata()])
         ax.set_xlabel("message size")
-        ax.set_ylabel("busbw (GB/s)")
-        ax.set_title(title)
+        ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
-        fig.tight_layout()
-        try:
-            fig.savefig(path, format="png", dpi=120, metadata={"Software": None})
-        except OSError as err:
-            raise FabricsimError(f"cannot write plot {path}: {err.strerror}; check the directory exists and is "
-                                 "writable") from None
-    finally:
-        plt.close(fig)
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def plot(rows: list[CompareRow], title: str, path: str | Path) -> None:
+    """`figure(rows, title)` saved to `path` (PNG, PDF or SVG by its suffix)."""
+    from fabricsim.reports.plotting import save_figure
+
+    save_figure(figure(rows, title), path)

@@ -144,12 +144,15 @@ def _parse_json(text: str) -> ParsedLog:
 
 
 def _json_log(doc) -> ParsedLog:
-    if isinstance(doc, list):  # fabricsim's own format_json
+    own = isinstance(doc, dict) and "rows" in doc and "results" not in doc  # fabricsim perf --format json
+    if isinstance(doc, list) or own:  # (a bare list: fabricsim's earlier perf JSON)
+        listed = doc["rows"] if own else doc
         rows = [ParsedRow(int(r["size_bytes"]), int(r["count"]), r["type"], r["redop"], int(r["root"]),
                           Placement(float(r["time_us"]), float(r["algbw_GBps"]), float(r["busbw_GBps"]), None),
                           Placement(float(r["ip_time_us"]), float(r["ip_algbw_GBps"]), float(r["ip_busbw_GBps"]), None),
-                          {k: str(r[k]) for k in ("algo", "proto", "channels") if k in r}) for r in doc]
-        return _finish(None, None, rows, None, None, None, "json")
+                          {k: str(r[k]) for k in ("algo", "proto", "channels") if k in r}) for r in listed]
+        coll, nranks = (doc.get("collective"), doc.get("gpus")) if own else (None, None)
+        return _finish(coll, int(nranks) if nranks is not None else None, rows, None, None, None, "json")
     results = doc.get("results") or []
 
     def place(p: dict | None) -> Placement | None:

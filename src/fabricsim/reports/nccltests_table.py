@@ -45,6 +45,8 @@ class PerfRow:
     ip_time_s: float | None = None
     ip_algbw: float | None = None
     ip_busbw: float | None = None
+    bound: str | None = None  # 'latency-bound' | 'bandwidth-bound' (fabricsim's simulation; None: not known)
+    bottleneck: str | None = None  # the first bottleneck link's name (None: not known, or no shared link)
 
     @property
     def in_place(self) -> tuple[float, float, float]:
@@ -125,26 +127,29 @@ def format_table(rows: list[PerfRow], collective: str, nranks: int, extra_cols: 
     return "\n".join(lines)
 
 
-def _record(row: PerfRow) -> dict:
+def record(row: PerfRow) -> dict:
+    """One row as plain JSON-able values, units in the key names (us, GB/s)."""
     ip_t, ip_alg, ip_bus = row.in_place
     return {
         "size_bytes": row.size_bytes, "count": row.count, "type": row.dtype, "redop": row.redop, "root": row.root,
         "time_us": row.time_s * 1e6, "algbw_GBps": row.algbw / 1e9, "busbw_GBps": row.busbw / 1e9,
         "ip_time_us": ip_t * 1e6, "ip_algbw_GBps": ip_alg / 1e9, "ip_busbw_GBps": ip_bus / 1e9,
         "algo": row.algo, "proto": row.proto, "channels": row.channels, "level": row.level,
+        "bound": row.bound, "bottleneck": row.bottleneck,
     }
 
 
-def format_json(rows: list[PerfRow]) -> str:
-    """A JSON list, one object per size (units in the key names)."""
-    return json.dumps([_record(r) for r in rows], indent=2) + "\n"
+def format_json(rows: list[PerfRow], meta: dict | None = None, **extra) -> str:
+    """A JSON document: the `meta` fields (cluster, ranks, collective, cost model, ...), then 'rows', one
+    object per size (units in the key names), then any `extra` lists (e.g. 'explain')."""
+    return json.dumps({**(meta or {}), "rows": [record(r) for r in rows], **extra}, indent=2) + "\n"
 
 
 def format_csv(rows: list[PerfRow]) -> str:
     """The same records as CSV with a header line."""
     out = io.StringIO()
-    records = [_record(r) for r in rows]
-    fields = list(_record(rows[0])) if rows else list(_record(PerfRow(0, 0, "", "", -1, 1.0, 0.0, 0.0)))
+    records = [record(r) for r in rows]
+    fields = list(record(rows[0])) if rows else list(record(PerfRow(0, 0, "", "", -1, 1.0, 0.0, 0.0)))
     writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(records)

@@ -114,6 +114,10 @@ class Schedule:
     copies: int = 1  # independent copies of an (nranks // copies)-rank collective run at once, one per group
     rotations: int = 1  # the steps hold one rotation of a rank-symmetric schedule (see `rotate_chunks`)
 
+    def __repr__(self) -> str:  # the steps' arrays would print hundreds of KB at scale
+        return (f"Schedule({self.collective} {self.algorithm}, {self.nranks:,} ranks, {self.n_steps:,} steps, "
+                f"{self.nchunks:,} chunks, {self.channels} channel{'s' * (self.channels != 1)})")
+
     @property
     def rotation_width(self) -> int:
         """Ranks one rotation shifts by: rotation k of a transfer runs on ranks + k * width (mod nranks)."""

@@ -10,8 +10,6 @@ import dataclasses
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import yaml
-
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
 
@@ -78,11 +76,15 @@ class ClusterSpec:
 
     def to_yaml(self) -> str:
         """YAML text that `from_yaml` reads back into an equal spec."""
+        import yaml  # here, not at module level: a preset run never loads the YAML parser
+
         return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)
 
     @classmethod
     def from_yaml(cls, text_or_path: str | Path) -> ClusterSpec:
         """Parse YAML text or a .yaml/.yml file; every problem is one FabricsimError."""
+        import yaml
+
         where, text = _read(text_or_path)
         try:
             data = yaml.safe_load(text)

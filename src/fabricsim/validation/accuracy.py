@@ -100,15 +100,20 @@ def _nccl(case: Case, topo, ranks) -> tuple[float | None, str | None]:
     return (best_time / US if case.metric == "time" else best_bus), algo
 
 
-def run(path=None, level: str = "flow") -> tuple[list[Prediction], list[Skip]]:
-    """Every case of the calibration file predicted; the skipped rows with their reasons."""
+def run(path=None, level: str = "flow", progress=None) -> tuple[list[Prediction], list[Skip]]:
+    """Every case of the calibration file predicted; the skipped rows with their reasons.
+    `progress(done, total)`, if given, is called before the first case and after each."""
     all_cases, skipped = cases(load_rows(path))
     preds = []
-    for c in all_cases:
+    if progress is not None:
+        progress(0, len(all_cases))
+    for i, c in enumerate(all_cases):
         try:
             preds.append(predict(c, level))
         except FabricsimError as err:
             raise FabricsimError(f"row '{c.id}': {err}") from None
+        if progress is not None:
+            progress(i + 1, len(all_cases))
     return preds, skipped
 
 

@@ -1,0 +1,476 @@
+"""fabricsim's public Python API: `import fabricsim as fs`.
+
+    c = fs.cluster("dgx-h100", gpus=4)                      # 4 ranks of one DGX H100
+    r = fs.perf(c, "all_reduce", fs.sizes("8", "8G", factor=8))
+    r.to_pandas()                                            # the nccl-tests figures, one row per size
+
+`cluster` builds a cluster and says which GPU ranks a run uses; `perf` predicts an nccl-tests sweep;
+`compare` scores a real nccl-tests log against the prediction; `train` times training steps. Each returns
+plain data (records, or a pandas DataFrame with the `fabricsim[pandas]` extra) and prints nothing; a
+`progress(done, total)` callback, where taken, is told how far a long run has got. Bad input raises
+`FabricsimError` with a message naming the problem and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fabricsim import __version__
+from fabricsim.errors import FabricsimError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas
+
+    from fabricsim.reports.compare import CompareRow, CompareSummary
+    from fabricsim.reports.nccltests_log import ParsedLog
+    from fabricsim.reports.nccltests_table import PerfRow
+    from fabricsim.reports.sweep import ExplainRow
+    from fabricsim.topology import ClusterSpec, Topology
+    from fabricsim.training.models import ModelSpec
+    from fabricsim.training.step import StepResult
+    from fabricsim.training.sweep import Exposure, Refused, Wall
+
+__all__ = ["Cluster", "CompareResult", "FabricsimError", "PerfResult", "TrainResult", "cluster", "compare", "perf",
+           "sizes", "train"]
+
+Progress = Callable[[int, int], None]  # progress(done, total)
+Sizes = int | str | Iterable[int | str]
+
+
+@dataclass(frozen=True, eq=False)
+class Cluster:
+    """A built cluster and the GPU ranks a run uses: all of them, or part of a node (the hardware stays whole,
+    the communicator uses the chosen ranks, as nccl-tests' `-g 4` on an 8-GPU server does)."""
+
+    name: str
+    source: str  # the preset name or YAML path it was built from
+    topology: Topology = field(repr=False)
+    ranks: np.ndarray = field(repr=False)  # GPU ranks of the communicator, ascending, read-only
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs the run uses."""
+        return int(self.ranks.size)
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs the cluster has."""
+        return self.topology.n_gpus
+
+    @property
+    def partial(self) -> bool:
+        """Whether the run leaves some of the cluster's GPUs idle."""
+        return self.n_gpus != self.total_gpus
+
+    @property
+    def spec(self) -> ClusterSpec:
+        """The cluster's spec (what `fabricsim topo save` writes)."""
+        return self.topology.spec
+
+    def summary(self) -> dict[str, Any]:
+        """The hardware summary of `fabricsim topo show` (SI units) and the ranks the run uses."""
+        from fabricsim.topology.summary import summarize
+
+        return {**summarize(self.topology), "ranks_used": self.n_gpus, "ranks": rank_ranges(self.ranks)}
+
+    def __repr__(self) -> str:
+        spec = self.spec
+        nodes = int(spec.nodes) if spec is not None else 0
+        gpu = spec.gpu if spec is not None else "GPU"
+        used = f"ranks {rank_ranges(self.ranks)} of {self.total_gpus:,} {gpu}" if self.partial else f"{self.n_gpus:,} x {gpu}"
+        return f"Cluster({self.name!r}: {used}, {nodes:,} node{'s' * (nodes != 1)})"
+
+
+def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
+    """[0, 1, 2, 3, 8, 9] -> '0-3,8-9'."""
+    runs: list[list[int]] = []
+    for r in (int(x) for x in ranks):
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    return ",".join(f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in runs)
+
+
+def _unit(spec: ClusterSpec) -> int:
+    """GPUs of the smallest whole size a preset builds: a node, or a rack where one NVLink domain spans nodes."""
+    return max(int(spec.gpus_per_node), int(spec.domain_size))
+
+
+def _sized_spec(source: str | ClusterSpec, nodes: int | None,
+                gpus: int | None) -> tuple[ClusterSpec, int | None, int | None]:
+    """(spec, ranks per node or None, first ranks or None) for a preset, a YAML file or a spec and --nodes / --gpus."""
+    from fabricsim import topology
+
+    if isinstance(source, str) and source in topology.PRESETS:
+        unit = _unit(topology.load_spec(source))
+        if nodes is not None and gpus is not None:
+            return topology.load_spec(source, nodes=nodes), _per_node(nodes, gpus), None
+        if gpus is not None and 0 < gpus < unit:
+            return topology.load_spec(source, gpus=unit), None, gpus
+        return topology.load_spec(source, nodes=nodes, gpus=gpus), None, None
+    spec = topology.load_spec(source) if isinstance(source, str) else source
+    where, resize = ((source, f"edit 'nodes' in {source}") if isinstance(source, str) else
+                     (f"the spec of {spec.name}", "replace(spec, nodes=...)"))
+    total, unit = int(spec.nodes) * int(spec.gpus_per_node), _unit(spec)
+    if nodes is not None and nodes != spec.nodes:
+        raise FabricsimError(f"--nodes {nodes}: {where} has {spec.nodes} node{'s' * (spec.nodes != 1)}; --nodes sizes "
+                             f"presets only: {resize} to resize it")
+    if nodes is not None and gpus is not None:
+        return spec, _per_node(nodes, gpus), None
+    if gpus is None or gpus == total:
+        return spec, None, None
+    if 0 < gpus < unit:
+        return spec, None, gpus
+    raise FabricsimError(f"--gpus {gpus}: {where} has {total} GPUs ({spec.nodes} node{'s' * (spec.nodes != 1)} of "
+                         f"{spec.gpus_per_node}); it is sized by its 'nodes' field ({resize}), and --gpus below "
+                         f"{unit} runs on part of one node")
+
+
+def _per_node(nodes: int, gpus: int) -> int:
+    if gpus < 1 or gpus % nodes:
+        raise FabricsimError(f"--nodes {nodes} --gpus {gpus}: the run puts the same number of GPUs on every node, so "
+                             f"--gpus must be a positive multiple of {nodes}")
+    return gpus // nodes
+
+
+def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gpus: int | None = None, *,
+            routing: str | None = None) -> Cluster:
+    """Build a preset (`fabricsim topo list`), a cluster YAML file or a `ClusterSpec`.
+
+    `nodes` / `gpus` size a preset. `gpus` below one node (or one NVL72 rack) builds the whole node and runs on
+    its first `gpus` ranks; `nodes` and `gpus` together run `gpus / nodes` ranks on each node (nccl-tests' `-g 4`
+    on two 8-GPU servers). `routing` ('ecmp' | 'adaptive') replaces the cluster's fat-tree routing."""
+    import numpy as np
+
+    from fabricsim import topology
+    from fabricsim.topology import ClusterSpec
+
+    if routing is not None and routing not in ("ecmp", "adaptive"):
+        raise FabricsimError(f"unknown routing '{routing}': use 'ecmp' or 'adaptive'")
+    source = name_or_yaml if isinstance(name_or_yaml, ClusterSpec) else str(name_or_yaml)
+    spec, per_node, first = _sized_spec(source, nodes, gpus)
+    if per_node is not None and per_node > spec.gpus_per_node:
+        raise FabricsimError(f"--nodes {nodes} --gpus {gpus} is {per_node} GPUs per node, but {spec.name} has "
+                             f"{spec.gpus_per_node} per node: use --gpus up to {spec.nodes * spec.gpus_per_node}")
+    topo = topology.build(replace(spec, routing=routing) if routing else spec)
+    if per_node is not None:
+        ranks = np.flatnonzero(topo.dev_local[topo.gpu_device] < per_node)
+    else:
+        ranks = np.arange(first if first is not None else topo.n_gpus)
+    ranks = ranks.astype(np.int32)
+    ranks.flags.writeable = False
+    return Cluster(topo.name, source if isinstance(source, str) else spec.name, topo, ranks)
+
+
+def _as_cluster(c: Cluster | str | Path | ClusterSpec) -> Cluster:
+    return c if isinstance(c, Cluster) else cluster(c)
+
+
+def sizes(minbytes: int | str, maxbytes: int | str | None = None, *, factor: float | None = None,
+          step: int | str | None = None) -> list[int]:
+    """nccl-tests' sweep `-b minbytes -e maxbytes -f factor` (or `-i step`), K/M/G/T suffixes allowed:
+    `sizes("8", "8G", factor=8)` -> [8, 64, ..., 8589934592]."""
+    from fabricsim.reports.sweep import sizes as sweep
+    from fabricsim.units import parse_size
+
+    lo = parse_size(minbytes)
+    hi = lo if maxbytes is None else parse_size(maxbytes)
+    return sweep(lo, hi, factor, parse_size(step) if step is not None else None)
+
+
+def _size_list(value: Sizes) -> list[int]:
+    from fabricsim.units import parse_size
+
+    items = [value] if isinstance(value, (int, str)) else list(value)
+    if not items:
+        raise FabricsimError("no sizes given: pass a size such as '1G', or a list such as fs.sizes('8', '8G', factor=8)")
+    return [parse_size(s) for s in items]
+
+
+def _names(value: str | Sequence[str] | None) -> list[str] | None:
+    """'ring,tree' or ['Ring', 'tree'] -> ['ring', 'tree']; None or '' -> None (NCCL_ALGO / NCCL_PROTO lists)."""
+    if not value:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = [t.strip().lower() for t in items if t.strip()]
+    return names or None
+
+
+@dataclass(frozen=True, eq=False)
+class PerfResult:
+    """An nccl-tests sweep predicted on a cluster: `rows` (one `PerfRow` per size: the nccl-tests figures, in SI
+    units, with algorithm, protocol, channels, bound and bottleneck), `picks` (what the tuner or NCCL's model
+    decided per size), `notes` (things a user should know: e.g. a forced algorithm NCCL would not run)."""
+
+    cluster: Cluster
+    collective: str
+    cost_model: str
+    level: str  # engine level of fabricsim's simulation; '' for NCCL's model
+    library: str
+    rows: tuple[PerfRow, ...]
+    picks: tuple[Any, ...] = field(repr=False)
+    notes: tuple[str, ...] = ()
+    algo: tuple[str, ...] | None = None
+    proto: tuple[str, ...] | None = None
+
+    def meta(self) -> dict[str, Any]:
+        """Where the figures come from: cluster, GPUs and ranks, collective, cost model, engine level, version."""
+        c, topo = self.cluster, self.cluster.topology
+        return {"fabricsim_version": __version__, "cluster": c.name, "gpus": c.n_gpus, "cluster_gpus": c.total_gpus,
+                "ranks": rank_ranges(c.ranks), "collective": self.collective, "cost_model": self.cost_model,
+                "level": self.level or None, "library": self.library,
+                "routing": topo.features.get("routing") if topo.features.get("fabric") else None,
+                "algo": list(self.algo) if self.algo else None, "proto": list(self.proto) if self.proto else None}
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per size, as `fabricsim perf --format json` prints its rows (units in the key names)."""
+        from fabricsim.reports.nccltests_table import record
+
+        return [record(r) for r in self.rows]
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The records as a DataFrame (needs the `fabricsim[pandas]` extra)."""
+        return _dataframe(self.to_records())
+
+    def explain(self) -> list[ExplainRow]:
+        """Per size, NCCL's own model's pick beside fabricsim's, and why they differ."""
+        from fabricsim.reports.sweep import Point, explain
+
+        if self.cost_model != "fabricsim":
+            raise FabricsimError("explain compares fabricsim's simulation with NCCL's model: run perf with "
+                                 "cost_model='fabricsim'")
+        points = [Point(r, p) for r, p in zip(self.rows, self.picks)]
+        return explain(self.cluster.topology, self.cluster.ranks, self.collective, points, self.algo, self.proto)
+
+    def __repr__(self) -> str:
+        from fabricsim.units import format_bytes
+
+        moved = [r for r in self.rows if r.size_bytes > 0]
+        span = (f"{format_bytes(self.rows[0].size_bytes)}..{format_bytes(self.rows[-1].size_bytes)}"
+                if len(self.rows) > 1 else format_bytes(self.rows[0].size_bytes))
+        peak = max((r.busbw for r in moved), default=0.0) / 1e9
+        return (f"PerfResult({self.collective} on {self.cluster.name}, {self.cluster.n_gpus:,} GPUs, "
+                f"{len(self.rows)} size{'s' * (len(self.rows) != 1)} {span}, cost model {self.cost_model}, "
+                f"peak busbw {peak:.1f} GB/s)")
+
+
+def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Sizes, *,
+         algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None, dtype: str = "float",
+         op: str = "sum", root: int = 0, level: str | None = None, cost_model: str = "fabricsim", library: str = "nccl",
+         progress: Progress | None = None) -> PerfResult:
+    """What nccl-tests' `<collective>_perf` would print on `cluster`, per size.
+
+    `algo` / `proto` restrict the candidates as NCCL_ALGO / NCCL_PROTO do ('ring,tree', '^nvls'); `dtype` and
+    `op` are nccl-tests' `-d` / `-o`, `root` its `-r`. `cost_model` 'fabricsim' simulates every candidate on the
+    topology at engine `level` ('flow', the default, or 'analytical'); 'nccl' is NCCL's own tuning model.
+    `library` 'all' adds fabricsim's schedules NCCL does not run (Rabenseifner, Bruck, ...)."""
+    from fabricsim.reports.sweep import check_options, forced_notes, predict
+
+    c = _as_cluster(cluster)
+    level_run = check_options(collective, c.n_gpus, dtype=dtype, redop=op, root=root, level=level,
+                              cost_model=cost_model, library=library)
+    size_list = _size_list(sizes)
+    algos, protos = _names(algo), _names(proto)
+    notes = forced_notes(c.topology, c.ranks, collective, algos)
+    points = predict(c.topology, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
+                     protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
+                     progress=progress)
+    return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
+                      tuple(p.pick for p in points), tuple(notes), tuple(algos) if algos else None,
+                      tuple(protos) if protos else None)
+
+
+@dataclass(frozen=True, eq=False)
+class CompareResult:
+    """A real nccl-tests log against fabricsim's prediction of the same sizes: `rows` (measured and predicted
+    time and busbw, signed % error, the pick), `summary` (median / p90 |error|, the worst size), `skipped`
+    ((size, reason) of log rows with nothing to compare), `meta` (log, cluster, cost model, ...)."""
+
+    rows: tuple[CompareRow, ...]
+    summary: CompareSummary
+    skipped: tuple[tuple[int, str], ...]
+    meta: dict[str, Any]
+    notes: tuple[str, ...] = ()
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per compared size (units in the key names), as `fabricsim compare --format json` prints."""
+        from fabricsim.reports.compare import records
+
+        return records(list(self.rows))
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The records as a DataFrame (needs the `fabricsim[pandas]` extra)."""
+        return _dataframe(self.to_records())
+
+    def figure(self) -> Any:
+        """Measured vs predicted busbw and time against size, a matplotlib Figure (needs `fabricsim[plot]`)."""
+        from fabricsim.reports.compare import figure
+
+        return figure(list(self.rows), self.title())
+
+    def title(self) -> str:
+        """'all_reduce on dgx-h100 (80 GPUs): nccl-tests log vs prediction (cost model fabricsim, ...)'."""
+        m = self.meta
+        how = f"cost model {m['cost_model']}" + (f", engine level {m['level']}" if m.get("level") else "")
+        return f"{m['collective']} on {m['cluster']} ({m['gpus']} GPUs)\nnccl-tests log vs prediction ({how})"
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"CompareResult({self.meta['collective']} log vs {self.meta['cluster']} ({self.meta['gpus']} GPUs), "
+                f"{s.rows} sizes, |busbw error| median {s.median_abs_pct:.1f}%, p90 {s.p90_abs_pct:.1f}%)")
+
+
+def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | ClusterSpec, *, collective: str | None = None,
+            placement: str = "out", algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None,
+            level: str | None = None, cost_model: str = "fabricsim", progress: Progress | None = None) -> CompareResult:
+    """Score a real nccl-tests log (a path, or a parsed log) against fabricsim's prediction of its sizes on
+    `cluster`, whose GPUs used must equal the log's ranks. `placement` 'out' or 'in': which columns of the log;
+    `collective` only for a log that does not name its own; the rest as in `perf`."""
+    from fabricsim.reports import compare as report
+    from fabricsim.reports.nccltests_log import ParsedLog
+    from fabricsim.reports.sweep import check_options, forced_notes, predict
+    from fabricsim.schedules import COLLECTIVES
+
+    if placement not in ("out", "in"):
+        raise FabricsimError(f"unknown placement '{placement}': use 'out' (out-of-place columns) or 'in' (in-place)")
+    parsed = log if isinstance(log, ParsedLog) else report.read_log(log)
+    coll = report.log_collective(parsed, collective, tuple(COLLECTIVES))
+    c = _as_cluster(cluster)
+    if parsed.nranks is not None and parsed.nranks != c.n_gpus:
+        raise FabricsimError(report.rank_mismatch(parsed.nranks, c.source, "", c.n_gpus, int(c.spec.gpus_per_node),
+                                                  _unit(c.spec)))
+    level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
+                              library="nccl")
+    algos, protos = _names(algo), _names(proto)
+    notes = forced_notes(c.topology, c.ranks, coll, algos)
+    kept, skipped = report.comparable(parsed.rows, placement)
+    done = [0]
+
+    def tick(i: int, _n: int) -> None:  # sizes done in one group of the log's rows -> rows done in all
+        done[0] += i > 0
+        if progress is not None:
+            progress(done[0], len(kept))
+
+    def rows_for(size_list: list[int], *, dtype: str, redop: str, root: int) -> list[PerfRow]:
+        points = predict(c.topology, c.ranks, coll, size_list, dtype=dtype, redop=redop, root=root, algos=algos,
+                         protos=protos, level=level_run or "flow", library="nccl", cost_model=cost_model,
+                         progress=tick)
+        return [p.row for p in points]
+
+    predicted = report.predict_like_log(rows_for, kept)
+    rows = report.compare_rows(kept, predicted, coll, c.n_gpus, placement)
+    meta = {"fabricsim_version": __version__, "log": str(log) if not isinstance(log, ParsedLog) else None,
+            "collective": coll, "log_nranks": parsed.nranks, "nccl_version": parsed.nccl_version, "cluster": c.name,
+            "gpus": c.n_gpus, "ranks": rank_ranges(c.ranks), "placement": placement, "cost_model": cost_model,
+            "level": level_run or None}
+    return CompareResult(tuple(rows), report.summarize(rows), tuple(skipped), meta, tuple(notes))
+
+
+@dataclass(frozen=True, eq=False)
+class TrainResult:
+    """Training step time on growing GPU counts: `runs` label -> per count a step result, or a `Refused` (a count
+    that cannot run, with the reason) ('baseline', then each interconnect variant asked for), `walls` label -> the
+    scaling wall, `exposures` label -> what gets exposed first as GPUs are added, `failed` label -> why a variant
+    could not run at all, `notes` -> warnings (e.g. a given layout over HBM)."""
+
+    model: str
+    cluster: str
+    runs: Mapping[str, tuple[StepResult | Refused, ...]]
+    walls: Mapping[str, Wall]
+    exposures: Mapping[str, tuple[Exposure, ...]]
+    failed: Mapping[str, str]
+    notes: tuple[str, ...] = ()
+
+    def ran(self, label: str = "baseline") -> list[StepResult]:
+        """The step results of the counts that ran, for one variant."""
+        from fabricsim.training.step import StepResult
+
+        return [r for r in self.runs.get(label, ()) if isinstance(r, StepResult)]
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per (variant, GPU count): the step figures of `fabricsim train --format json` (SI units), or
+        'gpus' and 'error' for a count that could not run."""
+        return [{"variant": label, **(r.as_dict() if hasattr(r, "as_dict") else {"gpus": r.n_gpus, "error": r.reason})}
+                for label, results in self.runs.items() for r in results]
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The records as a DataFrame (needs the `fabricsim[pandas]` extra)."""
+        return _dataframe(self.to_records())
+
+    def title(self, label: str = "baseline") -> str:
+        """'llama3-70b on superpod-h100', and the variant for another label."""
+        from fabricsim.training.variants import VARIANTS
+
+        return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {VARIANTS[label][0]}")
+
+    def figure(self) -> Any:
+        """tokens/s and MFU against the counts run, per variant: a matplotlib Figure (needs `fabricsim[plot]`)."""
+        from fabricsim.reports.training_plot import figure
+
+        return figure(self.title(), self.runs, self.walls, self.failed)
+
+    def __repr__(self) -> str:
+        base = next(iter(self.runs.values()), ())
+        counts = ",".join(str(r.n_gpus) for r in base)
+        extra = f", variants {', '.join(list(self.runs)[1:])}" if len(self.runs) > 1 else ""
+        failed = f", failed {', '.join(self.failed)}" if self.failed else ""
+        refused = sum(not hasattr(r, "as_dict") for results in self.runs.values() for r in results)
+        return (f"TrainResult({self.title()}, GPUs {counts}{extra}{failed}"
+                + (f", {refused} count{'s' * (refused != 1)} refused" if refused else "") + ")")
+
+
+def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | ClusterSpec, gpus: int | Iterable[int], *,
+          tp: int | None = None, pp: int | None = None, dp: int | None = None, ep: int | None = None,
+          cp: int | None = None, vp: int | None = None, zero: int | None = None, sp: bool | None = None,
+          seq: int | None = None, global_batch: int | None = None, micro_batch: int | None = None,
+          precision: str | None = None, recompute: str | None = None, efficiency: float | None = None,
+          search: bool = False, compare: Iterable[str] = (), progress: Progress | None = None,
+          **options: Any) -> TrainResult:
+    """Step time, tokens/s, MFU, memory and exposed communication of `model` (a built-in name, a YAML file or a
+    ModelSpec) on `cluster` at each GPU count, and the scaling wall; `compare` adds interconnect variants ('pcie',
+    'xdr', 'nvl72', 'sharp', 'no-gpudirect', 'routing'); `search` considers every TP x PP (x EP) layout that fits
+    and keeps the fastest. Layout sizes left None are chosen per count (Megatron's defaults); `options` are the
+    other `fabricsim train` settings by name (etp, tp_overlap, dp_overlap, dispatcher, capacity_factor, ...).
+    A count that cannot run is a `Refused` row with the reason; the others run."""
+    from fabricsim.training.runs import train_sweep
+
+    counts = [gpus] if isinstance(gpus, int) else list(gpus)
+    if not counts or min(counts) < 1:
+        raise FabricsimError("give positive GPU counts, e.g. --gpus 8,64,512")
+    given = dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vp=vp, zero=zero, sp=sp, global_batch=global_batch,
+                 micro_batch=micro_batch, precision=precision, recompute=recompute, **options)
+    sweep = train_sweep(model, _train_cluster(cluster), counts, search=search, compare=compare,
+                        efficiency=efficiency, seq=seq, progress=progress, **given)
+    return TrainResult(sweep.model, sweep.cluster, {k: tuple(v) for k, v in sweep.runs.items()}, dict(sweep.walls),
+                       {k: tuple(v) for k, v in sweep.exposures.items()}, dict(sweep.failed), tuple(sweep.warnings))
+
+
+def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | ClusterSpec:
+    """What the training sweep sizes per GPU count: a preset name or YAML path, or a spec template (a cluster
+    whose routing was overridden keeps the override)."""
+    from fabricsim import topology
+
+    if isinstance(cluster, Path):
+        return str(cluster)
+    if not isinstance(cluster, Cluster):
+        return cluster
+    if cluster.partial:
+        raise FabricsimError(f"{cluster!r} runs on part of the cluster; train sizes the cluster for each GPU count "
+                             f"itself: pass {cluster.source!r} and the counts")
+    if cluster.source not in topology.PRESETS and not Path(cluster.source).is_file():
+        return cluster.spec  # built from a ClusterSpec: the template itself
+    default = topology.load_spec(cluster.source)
+    return cluster.source if cluster.spec.routing == default.routing else replace(default, routing=cluster.spec.routing)
+
+
+def _dataframe(records: list[dict[str, Any]]) -> pandas.DataFrame:
+    try:
+        import pandas
+    except ImportError:
+        raise FabricsimError("to_pandas needs pandas: pip install 'fabricsim[pandas]' (or use to_records())") from None
+    return pandas.DataFrame.from_records(records)
