@@ -14,25 +14,15 @@ from dataclasses import dataclass
 
 from fabricsim.engine import nccl_constants as K
 from fabricsim.errors import FabricsimError
+# Protocols in NCCL's [LL, LL128, Simple] column order; the NCCL algorithm each fabricsim algorithm is timed as
+# (algorithms NCCL does not have use the Ring rows: NCCL's per-step cost of a send/recv step over that hop class).
+from fabricsim.vocab import ALGO_FAMILY, PROTOCOLS
 
 US = 1e-6  # NCCL's tables are in microseconds
 GBPS = 1e9  # and GB/s (1e9 B/s)
 
-PROTOCOLS = ("ll", "ll128", "simple")  # index order of NCCL's [LL, LL128, Simple] columns
 HOP_CLASSES = ("nvlink", "pci", "net")  # NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET
 HOP_NVLINK, HOP_PCI, HOP_NET = K.HW_NVLINK, K.HW_PCI, K.HW_NET
-
-# NCCL algorithm each fabricsim schedule algorithm is timed as. Algorithms NCCL does not have
-# (recursive doubling, Bruck, point-to-point patterns) use the Ring rows: NCCL's per-step software
-# cost for a send/recv step over that hop class.
-ALGO_FAMILY = {
-    "ring": "Ring",
-    "tree": "Tree",
-    "nvls": "NVLS",
-    "nvls_tree": "NVLSTree",
-    "collnet_direct": "CollNetDirect",
-    "collnet_chain": "CollNetChain",
-}
 
 ARCHS = ("Volta", "Ampere", "Hopper", "Blackwell")  # NCCL's compute-capability rows
 _FAMILIES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree")
