@@ -9,18 +9,11 @@ compute-capability rows Volta, Ampere, Hopper, Blackwell, scale columns 1 node, 
 
 from __future__ import annotations
 
-# Protocol order of every [proto] index (ncclProtoStr, src/init.cc).
-PROTOS = ("LL", "LL128", "Simple")
-HW_NVLINK, HW_PCI, HW_NET = 0, 1, 2
+# Protocol order of every [proto] index (ncclProtoStr, src/init.cc) and NCCL's function names (ncclFuncStr)
+# keyed by fabricsim's collective names: both in fabricsim.vocab.
+from fabricsim.vocab import NCCL_FUNCS as FUNCS, NCCL_PROTOCOLS as PROTOS  # noqa: F401
 
-# NCCL function names (ncclFuncStr) keyed by fabricsim's collective names.
-FUNCS = {
-    "broadcast": "Broadcast",
-    "reduce": "Reduce",
-    "all_gather": "AllGather",
-    "reduce_scatter": "ReduceScatter",
-    "all_reduce": "AllReduce",
-}
+HW_NVLINK, HW_PCI, HW_NET = 0, 1, 2
 
 # baseLatencies[algo][proto] (us)
 BASE_LAT = {
