@@ -119,8 +119,10 @@ def test_forced_choice_that_does_not_apply(coll, algo, proto):
 
 
 def test_bad_names_and_sizes():
-    with pytest.raises(FabricsimError, match="unknown algorithm"):
+    with pytest.raises(FabricsimError, match="bruck is not an NCCL algorithm"):
         nccl_predict(H100, "all_reduce", 1024, algo="bruck")
+    with pytest.raises(FabricsimError, match="unknown algorithm 'bogus'"):
+        nccl_predict(H100, "all_reduce", 1024, algo="ring,bogus")
     with pytest.raises(FabricsimError, match="unknown collective"):
         nccl_predict(H100, "alltoall", 1024)
     with pytest.raises(FabricsimError, match="positive"):
