@@ -78,7 +78,7 @@ def test_a_line_that_is_not_an_object_is_named(tmp_path, capsys, line):
     ("hardware.desc", 5, "field 'hardware.desc' is 5: it must be text"),
     ("notes", 5, "field 'notes' is 5: it must be text"),
     ("algo_env", 5, "field 'algo_env' is 5: it must be text"),
-    ("algo_env", "FROB", "field 'algo_env' is 'FROB': use one of ring"),
+    ("algo_env", "FROB", "field 'algo_env' is 'FROB': unknown algorithm 'FROB'"),
     ("nccl_version", 229, "field 'nccl_version' is 229: it must be text"),
 ])
 def test_a_bad_field_names_file_line_row_and_field(tmp_path, capsys, path, value, expect):

@@ -24,6 +24,7 @@ from fabricsim.schedules.layout import COLLECTIVES
 from fabricsim.topology.presets import preset_spec
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.units import MAX_BYTES, parse_size
+from fabricsim.vocab import parse_algorithms
 
 
 # GPU (catalog name) -> the preset of the server it ships in.
@@ -31,13 +32,6 @@ SERVER_PRESET = {
     "H100": "dgx-h100", "H200": "hgx-h200", "H800": "hgx-h800", "A100-80GB": "dgx-a100", "A100-40GB": "dgx-a100",
     "B200": "dgx-b200", "B300": "dgx-b300", "GB200": "gb200-nvl72", "GB300": "gb300-nvl72",
 }
-# Algorithm names the sources forced (NCCL_ALGO) -> fabricsim algorithm lists.
-_ALGO_ENV = {
-    "ring": ["ring"], "tree": ["tree"], "nvls": ["nvls"], "nvls/nvlstree": ["nvls", "nvls_tree"],
-    "collnetdirect (ib sharp)": ["collnet_direct"], "collnetchain (ib sharp)": ["collnet_chain"],
-}
-
-
 @dataclass(frozen=True)
 class Case:
     """One measurement to predict."""
@@ -222,15 +216,20 @@ def _spec_for(gpu: str, row: dict) -> tuple[ClusterSpec | None, str]:
 
 
 def _algos(env: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """(forced algorithms, disabled ones) from a row's `algo_env`: NCCL_ALGO names ('Ring', 'NVLS/NVLSTree',
+    'CollnetDirect (IB SHARP)': a parenthesised note is dropped, '/' separates names) or 'NVLS disabled'."""
     if not env:
         return None, ()
     key = env.strip().lower()
     if key == "nvls disabled":
         return None, ("nvls", "nvls_tree")
-    if key in _ALGO_ENV:
-        return tuple(_ALGO_ENV[key]), ()
-    raise FabricsimError(f"field 'algo_env' is {env!r}: use one of {', '.join(_ALGO_ENV)} or 'nvls disabled' "
-                         f"(or map it in _ALGO_ENV in {__name__})")
+    try:
+        selection = parse_algorithms(re.sub(r"\(.*?\)", "", env).replace("/", ","))
+    except FabricsimError as err:
+        raise FabricsimError(f"field 'algo_env' is {env!r}: {err}, or 'nvls disabled'") from None
+    if selection is None:
+        return None, ()
+    return (None, selection.names) if selection.exclude else (selection.names, ())
 
 
 _SWEEP_RE = re.compile(r"(\d+[KMG]?)\s*-\s*(\d+[KMG]?)\b(?:\s*sweep)?", re.IGNORECASE)
