@@ -109,8 +109,13 @@ def check_fields(obj: object, what: str) -> None:
 
 
 def json_schema(schema: type) -> dict:
-    """The JSON Schema (draft 2020-12) of `schema`, with its ranges, choices and defaults."""
-    return msgspec.json.schema(schema)
+    """The JSON Schema (draft 2020-12) of `schema`, with its ranges, choices and defaults; unknown keys are
+    refused there as `convert` refuses them."""
+    doc = msgspec.json.schema(schema)
+    for definition in doc.get("$defs", {}).values():
+        if "properties" in definition:
+            definition["additionalProperties"] = False
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **doc}
 
 
 _HINTS: dict[type, dict[str, typing.Any]] = {}
