@@ -31,10 +31,6 @@ MAX_NIC_GBPS = 10_000.0  # Gb/s per NIC port: over 10x the fastest port in the c
 MAX_OVERSUBSCRIPTION = 1000.0  # leaf down:up bandwidth ratio
 
 
-def _count(lo: int, hi: int, doc: str):
-    return Annotated[int, Meta(ge=lo, le=hi, description=doc)]
-
-
 @dataclass(frozen=True)
 class ClusterSpec:
     """A cluster: nodes of identical servers (or NVL72 compute trays) joined by a fat tree.
@@ -55,11 +51,11 @@ class ClusterSpec:
 
     name: Annotated[str, Meta(min_length=1, description="cluster name, printed in every report")]
     gpu: Annotated[str, Meta(min_length=1, description="catalog GPU, e.g. H100, B200, GB200")]
-    nodes: _count(1, MAX_GPUS, "servers, or compute trays for nvl72")
-    gpus_per_node: _count(1, MAX_PER_NODE, "GPUs per server or tray")
+    nodes: Annotated[int, Meta(ge=1, le=MAX_GPUS, description="servers, or compute trays for nvl72")]
+    gpus_per_node: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="GPUs per server or tray")]
     scaleup: Annotated[Scaleup, Meta(description="how GPUs of one NVLink domain connect")]
-    domain_size: _count(1, MAX_GPUS, "GPUs per NVLink domain (gpus_per_node unless nvl72)")
-    nics_per_node: _count(0, MAX_PER_NODE, "scale-out NICs per server or tray") = 0
+    domain_size: Annotated[int, Meta(ge=1, le=MAX_GPUS, description="GPUs per NVLink domain (nvl72: several trays)")]
+    nics_per_node: Annotated[int, Meta(ge=0, le=MAX_PER_NODE, description="scale-out NICs per server or tray")] = 0
     nic: Annotated[str, Meta(description="catalog NIC, e.g. cx7 ('' without NICs)")] = ""
     nic_gbps: Annotated[float, Meta(ge=0, le=MAX_NIC_GBPS, description="line rate used per NIC port, Gb/s")] = 0.0
     fabric: Annotated[Fabric, Meta(description="scale-out network")] = "none"
@@ -70,14 +66,16 @@ class ClusterSpec:
     sharp: Annotated[bool, Meta(description="IB SHARP reductions for collectives (NCCL CollNet)")] = False
     gpudirect: Annotated[bool, Meta(description="GPUDirect RDMA between GPU and NIC")] = True
     nvls: Annotated[bool, Meta(description="NVLink SHARP reductions in the NVSwitch")] = False
-    pcie_switches_per_node: _count(0, MAX_PER_NODE, "PCIe switches per server (0: GPUs on root ports)") = 0
+    pcie_switches_per_node: Annotated[int, Meta(ge=0, le=MAX_PER_NODE,
+                                                description="PCIe switches per server (0: GPUs on root ports)")] = 0
     pcie_switch: Annotated[str, Meta(description="catalog PCIe switch, e.g. pcie-switch5")] = ""
     p2p: Annotated[bool, Meta(description="GPU peer-to-peer over PCIe allowed")] = True
-    su_nodes: _count(1, MAX_GPUS, "nodes per scalable unit") = 32
+    su_nodes: Annotated[int, Meta(ge=1, le=MAX_GPUS, description="nodes per scalable unit")] = 32
     leaf_switch: Annotated[str, Meta(description="catalog leaf switch, e.g. qm9700")] = ""
     spine_switch: Annotated[str, Meta(description="catalog spine (and core) switch")] = ""
-    nvswitch_chips: _count(0, MAX_NVSWITCH_CHIPS, "NVSwitch chips per NVLink domain (0: none)") = 0
-    cpus_per_node: _count(1, MAX_PER_NODE, "CPU sockets per server or tray") = 2
+    nvswitch_chips: Annotated[int, Meta(ge=0, le=MAX_NVSWITCH_CHIPS,
+                                        description="NVSwitch chips per NVLink domain (0: none)")] = 0
+    cpus_per_node: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="CPU sockets per server or tray")] = 2
     host_cpu: Annotated[HostCpu, Meta(description="host CPU kind")] = "x86"
     routing: Annotated[Routing, Meta(description="fat-tree routing: ecmp (one hashed path) or adaptive")] = "ecmp"
 

@@ -44,8 +44,14 @@ MAX_HEADS = 1 << 16
 MAX_EXPERTS = 1 << 20  # PEER's 1,048,576 experts (He 2024, arXiv:2407.04153), the most published
 
 
-def _int(lo: int, hi: int):
-    return Annotated[int, Meta(ge=lo, le=hi)]
+Layers = Annotated[int, Meta(ge=1, le=MAX_LAYERS)]
+Width = Annotated[int, Meta(ge=1, le=MAX_WIDTH)]
+OptionalWidth = Annotated[int, Meta(ge=0, le=MAX_WIDTH)]  # 0: not used / derived
+Heads = Annotated[int, Meta(ge=1, le=MAX_HEADS)]
+Ffn = Annotated[int, Meta(ge=0, le=MAX_FFN)]
+Experts = Annotated[int, Meta(ge=1, le=MAX_EXPERTS)]
+Count = Annotated[int, Meta(ge=0, le=MAX_EXPERTS)]  # shared experts, router groups
+LayerCount = Annotated[int, Meta(ge=0, le=MAX_LAYERS)]
 
 
 @dataclass(frozen=True)
@@ -63,32 +69,33 @@ class ModelSpec:
     """
 
     name: Annotated[str, Meta(min_length=1)]
-    layers: _int(1, MAX_LAYERS)
-    hidden: _int(1, MAX_WIDTH)
-    heads: _int(1, MAX_HEADS)
-    kv_heads: _int(1, MAX_HEADS)
-    ffn: _int(0, MAX_FFN)
-    vocab: _int(1, MAX_VOCAB)
-    seq: _int(1, MAX_SEQ)
-    experts: _int(1, MAX_EXPERTS) = 1
-    top_k: _int(1, MAX_EXPERTS) = 1
-    moe_ffn: _int(0, MAX_FFN) = 0
-    shared_experts: _int(0, MAX_EXPERTS) = 0
-    dense_layers: _int(-1, MAX_LAYERS) = -1  # leading dense layers of an MoE model; -1: all dense when experts == 1, none otherwise
+    layers: Layers
+    hidden: Width
+    heads: Heads
+    kv_heads: Heads
+    ffn: Ffn
+    vocab: Annotated[int, Meta(ge=1, le=MAX_VOCAB)]
+    seq: Annotated[int, Meta(ge=1, le=MAX_SEQ)]
+    experts: Experts = 1
+    top_k: Experts = 1
+    moe_ffn: Ffn = 0
+    shared_experts: Count = 0
+    # leading dense layers of an MoE model; -1: all dense when experts == 1, none otherwise
+    dense_layers: Annotated[int, Meta(ge=-1, le=MAX_LAYERS)] = -1
     gated: bool = True  # SwiGLU-style FFN with 3 matrices instead of 2
     tied_embeddings: bool = False
-    head_dim: _int(0, MAX_WIDTH) = 0  # 0: hidden // heads
-    q_lora_rank: _int(0, MAX_WIDTH) = 0
-    kv_lora_rank: _int(0, MAX_WIDTH) = 0
-    rope_dim: _int(0, MAX_WIDTH) = 0
-    v_head_dim: _int(0, MAX_WIDTH) = 0
-    window: _int(0, MAX_SEQ) = 0  # sliding-window width in tokens (0: full causal attention)
-    windowed_layers: _int(0, MAX_LAYERS) = 0  # how many layers use the sliding window
-    mtp_layers: _int(0, MAX_LAYERS) = 0  # DeepSeek-V3 multi-token prediction modules
+    head_dim: OptionalWidth = 0  # 0: hidden // heads
+    q_lora_rank: OptionalWidth = 0
+    kv_lora_rank: OptionalWidth = 0
+    rope_dim: OptionalWidth = 0
+    v_head_dim: OptionalWidth = 0
+    window: Annotated[int, Meta(ge=0, le=MAX_SEQ)] = 0  # sliding-window width in tokens (0: full causal attention)
+    windowed_layers: LayerCount = 0  # how many layers use the sliding window
+    mtp_layers: LayerCount = 0  # DeepSeek-V3 multi-token prediction modules
     activation: Literal["silu", "gelu", "quick-gelu", "squared-relu"] = "silu"  # silu: SwiGLU
-    dropout: Annotated[float, Meta(ge=0, lt=1)] = 0.0  # hidden / attention dropout: its masks are saved for the backward (1 byte an element)
-    router_groups: _int(0, MAX_EXPERTS) = 0  # group-limited routing: experts in this many groups (DeepSeek-V3 n_group)
-    router_group_topk: _int(0, MAX_EXPERTS) = 0  # ... of which a token uses this many (topk_group)
+    dropout: Annotated[float, Meta(ge=0, lt=1)] = 0.0  # hidden / attention dropout: masks kept for the backward (1 B each)
+    router_groups: Count = 0  # group-limited routing: experts in this many groups (DeepSeek-V3 n_group)
+    router_group_topk: Count = 0  # ... of which a token uses this many (topk_group)
     source: str = ""
 
     def __post_init__(self) -> None:
