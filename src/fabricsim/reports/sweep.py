@@ -50,8 +50,10 @@ def sizes(minbytes: int, maxbytes: int, factor: float | None = None, step: int |
         out.append(size)
         if size == maxbytes:
             break
-        nxt = size + step if step is not None else int(size * (factor or 2))
-        size = nxt if nxt > size else size + 1
+        grown = size + step if step is not None else size * (factor or 2)  # a float: a huge -f overflows nothing
+        if grown > maxbytes:
+            break
+        size = int(grown) if int(grown) > size else size + 1
         if len(out) > MAX_SWEEP_SIZES:
             raise FabricsimError(f"the sweep has more than {MAX_SWEEP_SIZES} sizes: use a larger -f or -i")
     return out
