@@ -23,6 +23,9 @@ def parse_ranks(text: str) -> list[int]:
             raise FabricsimError(f"invalid --ranks '{text}': use a range like 1-72 or a list like 2,3,8") from None
         if lo_i < 1 or hi_i < lo_i:
             raise FabricsimError(f"invalid --ranks '{part}': counts start at 1 and ranges run low-high, e.g. 1-72")
+        if hi_i > MAX_VERIFY_RANKS:  # refused before the range is listed: '1-99999999999' must not fill memory
+            raise FabricsimError(f"--ranks up to {hi_i}: verify executes schedules on real data for at most "
+                                 f"{MAX_VERIFY_RANKS} ranks; time larger clusters with `fabricsim perf`")
         out.update(range(lo_i, hi_i + 1))
     return sorted(out)
 
