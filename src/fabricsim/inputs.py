@@ -64,6 +64,8 @@ def parse_yaml(text: str, where: str) -> object:
     except RecursionError:
         raise FabricsimError(f"{where}: the YAML nests too deeply to read: a fabricsim input is a flat mapping "
                              "of fields") from None
+    except (ValueError, TypeError, OverflowError) as err:  # a tag PyYAML cannot construct, e.g. '!!float x'
+        raise FabricsimError(f"{where}: a YAML value cannot be read ({err}): fix or quote it") from None
 
 
 def parse_json(text: str, where: str) -> object:
