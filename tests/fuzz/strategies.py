@@ -118,3 +118,27 @@ def edited_json(draw, base: str) -> str:
             node[key] = draw(json_values)
             break
     return json.dumps(doc)
+
+
+_few = st.integers(0, 20) | st.sampled_from([32, 64, 72, 128, 4096])
+
+
+@st.composite
+def cluster_fields(draw) -> dict:
+    """Cluster fields each inside its own range, mostly consistent (domains of whole nodes, chips where NVSwitch
+    is), so most reach the cross-field checks and the builder."""
+    d = draw(st.fixed_dictionaries(dict(
+        name=st.just("fuzz"), gpu=st.sampled_from(list(hardware.GPUS)), nodes=st.integers(1, 20),
+        gpus_per_node=st.integers(1, 16), scaleup=st.sampled_from(SCALEUPS), nics_per_node=_few,
+        nic=st.sampled_from([*hardware.NICS, ""]), nic_gbps=st.sampled_from([0.0, 100.0, 200.0, 400.0, 800.0, 1e-300]),
+        fabric=st.sampled_from(FABRICS), levels=st.sampled_from([1, 2, 3, "auto"]),
+        oversubscription=st.sampled_from([1e-9, 0.5, 1.0, 3.0, 1000.0]), rail_optimized=st.booleans(),
+        sharp=st.booleans(), gpudirect=st.booleans(), nvls=st.booleans(), pcie_switches_per_node=_few,
+        pcie_switch=st.sampled_from([*hardware.SWITCHES, ""]), p2p=st.booleans(), su_nodes=st.integers(1, 40),
+        leaf_switch=st.sampled_from([*hardware.SWITCHES, ""]), spine_switch=st.sampled_from([*hardware.SWITCHES, ""]),
+        nvswitch_chips=_few, cpus_per_node=st.integers(1, 4), host_cpu=st.sampled_from(HOST_CPUS),
+        routing=st.sampled_from(ROUTINGS))))
+    d["domain_size"] = d["gpus_per_node"] * (d["nodes"] if d["scaleup"] == "nvl72" else 1)
+    if d["scaleup"] in ("nvswitch", "nvl72") and not d["nvswitch_chips"]:
+        d["nvswitch_chips"] = draw(st.integers(1, 18))
+    return d

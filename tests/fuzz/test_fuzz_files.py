@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -15,7 +16,7 @@ from fabricsim.topology import ClusterSpec, build, preset_spec
 from fabricsim.training.models import CONVENTIONS, MODELS, ModelSpec, model_from_dict
 from fabricsim.inputs import parse_yaml
 from tests.fuzz.conftest import RUNS, run_fuzz
-from tests.fuzz.strategies import edited_yaml
+from tests.fuzz.strategies import cluster_fields, edited_yaml
 
 CLUSTERS = [preset_spec(name).to_yaml() for name in ("dgx-h100", "gb200-nvl72", "pcie-l40s-8", "dgx1-v100")]
 CLUSTER_FIELDS = [f.name for f in dataclasses.fields(ClusterSpec)]
@@ -69,6 +70,15 @@ def check_model(text: str) -> None:
 @pytest.mark.parametrize("profile", RUNS)
 def test_cluster_yaml(profile):
     @given(st.sampled_from(CLUSTERS).flatmap(lambda base: edited_yaml(base, CLUSTER_FIELDS)))
+    def fuzz(text):
+        check_cluster(text)
+
+    run_fuzz(profile, fuzz)
+
+
+@pytest.mark.parametrize("profile", RUNS)
+def test_cluster_yaml_in_range(profile):
+    @given(cluster_fields().map(lambda d: yaml.safe_dump(d, sort_keys=False)))
     def fuzz(text):
         check_cluster(text)
 
