@@ -60,6 +60,19 @@ def test_algorithm_lists(spec, names, exclude):
     assert vocab.parse_algorithms(spec) == vocab.Selection(names, exclude)
 
 
+def test_per_collective_lists_and_the_old_collnet_name():
+    text = "allreduce:tree,ring;allgather:^ring"
+    assert vocab.parse_algorithms(text, "all_reduce") == vocab.Selection(("tree", "ring"))
+    assert vocab.parse_algorithms(text, "all_gather") == vocab.Selection(("ring",), True)
+    assert vocab.parse_algorithms(text, "broadcast") is None
+    assert vocab.parse_protocols("allreduce:LL128", "all_reduce") == vocab.Selection(("ll128",))
+    assert vocab.parse_algorithms("collnet").names == ("collnet_direct", "collnet_chain")
+    with pytest.raises(FabricsimError, match="set per collective"):
+        vocab.parse_algorithms(text)
+    with pytest.raises(FabricsimError, match="'ring' is not 'collective:list'"):
+        vocab.parse_algorithms("allreduce:tree;ring", "all_reduce")
+
+
 def test_protocol_lists_and_nothing():
     assert vocab.parse_protocols("LL128,simple") == vocab.Selection(("ll128", "simple"))
     assert vocab.parse_protocols("^ll").apply(vocab.PROTOCOLS) == ["ll128", "simple"]

@@ -157,18 +157,43 @@ class Selection:
         return ("^" if self.exclude else "") + ",".join(self.names)
 
 
-_ALGO_LOOKUP = {**{a: a for a in ALGORITHMS}, **{v.lower(): k for k, v in NCCL_ALGO_NAMES.items()}}
-_PROTO_LOOKUP = {**{p: p for p in PROTOCOLS}, **{v.lower(): k for k, v in NCCL_PROTO_NAMES.items()}}
+_ALGO_LOOKUP = {**{a: (a,) for a in ALGORITHMS}, **{v.lower(): (k,) for k, v in NCCL_ALGO_NAMES.items()},
+                "collnet": ("collnet_direct", "collnet_chain")}  # NCCL <= 2.13's one CollNet, split in 2.14 (env.rst)
+_PROTO_LOOKUP = {**{p: (p,) for p in PROTOCOLS}, **{v.lower(): (k,) for k, v in NCCL_PROTO_NAMES.items()}}
+# Collective names of the per-collective form 'allreduce:tree,ring;allgather:ring' (NCCL 2.24+): ncclFuncStr
+# lowercased, and fabricsim's own.
+_PER_COLLECTIVE = {**{f.lower(): c for c, f in NCCL_FUNCS.items()}, **{c: c for c in NCCL_FUNCS}}
 
 
-def _parse(spec: str | Sequence[str] | Selection | None, lookup: dict[str, str], kind: str,
-           names: str) -> Selection | None:
+def _for_collective(text: str, collective: str | None, kind: str) -> str | None:
+    """The list for `collective` of 'allreduce:tree,ring;allgather:ring' (None: that collective is not named), or
+    `text` itself when it is one plain list."""
+    if ":" not in text:
+        return text
+    if collective is None:
+        raise FabricsimError(f"{kind} list '{text}' is set per collective ('allreduce:ring'): give a plain list, "
+                             "e.g. ring,tree")
+    chosen = None
+    for part in text.split(";"):
+        coll, sep, rest = part.partition(":")
+        key = coll.strip().lower()
+        if not sep or key not in _PER_COLLECTIVE:
+            raise FabricsimError(f"{kind} list '{text}': '{part.strip()}' is not 'collective:list' with a collective "
+                                 f"among {', '.join(f.lower() for f in NCCL_FUNCS.values())}; use one form throughout")
+        if _PER_COLLECTIVE[key] == collective:
+            chosen = rest
+    return chosen
+
+
+def _parse(spec: str | Sequence[str] | Selection | None, lookup: dict[str, tuple[str, ...]], kind: str, names: str,
+           collective: str | None) -> Selection | None:
     if spec is None or isinstance(spec, Selection):
         return spec
     text = spec if isinstance(spec, str) else ",".join(str(s) for s in spec)
-    if not text.strip():
+    part = _for_collective(text, collective, kind)
+    if part is None or not part.strip():
         return None
-    items = [t.strip() for t in text.split(",")]
+    items = [t.strip() for t in part.split(",")]
     exclude = items[0].startswith("^")
     if exclude:
         items[0] = items[0][1:].strip()
@@ -183,18 +208,18 @@ def _parse(spec: str | Sequence[str] | Selection | None, lookup: dict[str, str],
         canonical = lookup.get(item.lower())
         if canonical is None:
             raise FabricsimError(f"unknown {kind} '{item}' in '{text}': use {names} (NCCL's spellings, any case, work too)")
-        if canonical not in out:
-            out.append(canonical)
+        out += [c for c in canonical if c not in out]
     return Selection(tuple(out), exclude)
 
 
-def parse_algorithms(spec: str | Sequence[str] | Selection | None) -> Selection | None:
+def parse_algorithms(spec: str | Sequence[str] | Selection | None, collective: str | None = None) -> Selection | None:
     """An NCCL_ALGO-style list ('ring,tree', '^nvls', 'NVLSTree', a list of names) -> Selection; None: no restriction.
 
-    Names are fabricsim's (ALGORITHMS) or NCCL's (NCCL_ALGO_NAMES), case-insensitive; a leading '^' excludes them."""
-    return _parse(spec, _ALGO_LOOKUP, "algorithm", ", ".join(ALGORITHMS))
+    Names are fabricsim's (ALGORITHMS) or NCCL's (NCCL_ALGO_NAMES, and 'collnet' of NCCL <= 2.13), any case; a leading
+    '^' excludes them. The per-collective form 'allreduce:tree;allgather:ring' needs `collective` and gives its list."""
+    return _parse(spec, _ALGO_LOOKUP, "algorithm", ", ".join(ALGORITHMS), collective)
 
 
-def parse_protocols(spec: str | Sequence[str] | Selection | None) -> Selection | None:
-    """An NCCL_PROTO-style list ('ll,ll128', '^LL', 'Simple') -> Selection; None: no restriction."""
-    return _parse(spec, _PROTO_LOOKUP, "protocol", ", ".join(PROTOCOLS))
+def parse_protocols(spec: str | Sequence[str] | Selection | None, collective: str | None = None) -> Selection | None:
+    """An NCCL_PROTO-style list ('ll,ll128', '^LL', 'Simple', or per collective) -> Selection; None: no restriction."""
+    return _parse(spec, _PROTO_LOOKUP, "protocol", ", ".join(PROTOCOLS), collective)
