@@ -189,9 +189,8 @@ def nccl_table(system: NcclSystem, collective: str) -> dict[tuple[str, str], tup
     return dict(_table(system, _collective(collective)))
 
 
-def _allowed(spec, names: dict[str, str], parse, kind: str) -> set[str] | None:
-    """The NCCL names an NCCL_ALGO / NCCL_PROTO-style list (vocab's syntax) allows; None: no restriction."""
-    selection = parse(spec)
+def _allowed(selection, names: dict[str, str], kind: str) -> set[str] | None:
+    """The NCCL names an NCCL_ALGO / NCCL_PROTO-style selection (vocab's parser) allows; None: no restriction."""
     if selection is None:
         return None
     foreign = [n for n in selection.names if n not in names]
@@ -277,8 +276,8 @@ def nccl_predict(system: NcclSystem, collective: str, nbytes: int, algo=None, pr
     coll = _collective(collective)
     if nbytes <= 0:
         raise FabricsimError(f"message size {nbytes} B is not positive: give a size of at least 1 byte")
-    algos = _allowed(algo, ALGO_NAMES, parse_algorithms, "algorithm")
-    protos = _allowed(proto, PROTO_NAMES, parse_protocols, "protocol")
+    algos = _allowed(parse_algorithms(algo, coll), ALGO_NAMES, "algorithm")
+    protos = _allowed(parse_protocols(proto, coll), PROTO_NAMES, "protocol")
     table = dict(_table(system, coll, protos is not None and "LL128" in protos))
     if not nvls_reduces(coll, redop, dtype):
         table.update({k: None for k in table if k[0] in ("NVLS", "NVLSTree")})

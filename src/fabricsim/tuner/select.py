@@ -104,7 +104,7 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     network peer); None: the NCCL release fabricsim's constants follow (NCCL_VERSION). `redop` / `dtype`
     (nccl-tests names) rule out NVLS where the NVSwitch cannot reduce them (nccl_model.nvls_reduces)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
-    algos, protos = parse_algorithms(algos), parse_protocols(protos)
+    algos, protos = parse_algorithms(algos, collective), parse_protocols(protos, collective)
     # A forced list may name any fabricsim schedule; an exclusion ('^nvls') narrows the library's own candidates.
     forced = algos is not None and not algos.exclude
     pairs = candidates(topo, collective, ranks, "all" if forced else library)
