@@ -64,15 +64,16 @@ BUSBW_FACTOR = {c.name: c.bus_factor for c in _TABLE if c.scheduled}
 
 
 def bus_factor(collective: str, nranks: int) -> float:
-    """busBw / algBw as nccl-tests computes it: 2(n-1)/n for all_reduce, (n-1)/n for the gathers and scatters, 1 else."""
+    """busBw / algBw as nccl-tests computes it: 2(n-1)/n for all_reduce, (n-1)/n for gathers and scatters, else 1."""
     if collective not in COLLECTIVE_TABLE:
-        raise FabricsimError(f"unknown nccl-tests collective '{collective}': use one of {', '.join(NCCL_TESTS_COLLECTIVES)}")
+        raise FabricsimError(f"unknown nccl-tests collective '{collective}': use one of "
+                             f"{', '.join(NCCL_TESTS_COLLECTIVES)}")
     if nranks < 1:
         raise FabricsimError(f"nranks {nranks} is not positive: give the number of GPUs in the communicator")
     return COLLECTIVE_TABLE[collective].bus_factor(nranks)
 
 
-# Protocols in NCCL's index order (NCCL_PROTO_LL 0, NCCL_PROTO_LL128 1, NCCL_PROTO_SIMPLE 2): fabricsim name -> NCCL name.
+# Protocols in NCCL's index order (NCCL_PROTO_LL 0, LL128 1, SIMPLE 2): fabricsim name -> NCCL name.
 NCCL_PROTO_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 PROTOCOLS = tuple(NCCL_PROTO_NAMES)
 NCCL_PROTOCOLS = tuple(NCCL_PROTO_NAMES.values())
@@ -199,7 +200,8 @@ def _parse(spec: str | Sequence[str] | Selection | None, lookup: dict[str, tuple
         items[0] = items[0][1:].strip()
     items = [t for t in items if t]
     if not items:
-        raise FabricsimError(f"{kind} list '{text}' names nothing: give names such as {names} ('^' first excludes them)")
+        raise FabricsimError(f"{kind} list '{text}' names nothing: give names such as {names} "
+                             "('^' first excludes them)")
     out: list[str] = []
     for item in items:
         if item.startswith("^"):
@@ -207,7 +209,8 @@ def _parse(spec: str | Sequence[str] | Selection | None, lookup: dict[str, tuple
                                  f"after it), e.g. ^{item.lstrip('^')}")
         canonical = lookup.get(item.lower())
         if canonical is None:
-            raise FabricsimError(f"unknown {kind} '{item}' in '{text}': use {names} (NCCL's spellings, any case, work too)")
+            raise FabricsimError(f"unknown {kind} '{item}' in '{text}': use {names} "
+                                 "(NCCL's spellings, any case, work too)")
         out += [c for c in canonical if c not in out]
     return Selection(tuple(out), exclude)
 

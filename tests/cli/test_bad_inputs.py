@@ -59,8 +59,10 @@ def test_sizes_of_400_digits_and_a_huge_factor(tmp_path):
 
 
 @pytest.mark.parametrize("edit, expect", [
-    (("oversubscription: 1.0", "oversubscription: .nan"), "field 'oversubscription' is nan: it must be a number > 0 and <= 1,000"),
-    (("oversubscription: 1.0", "oversubscription: .inf"), "field 'oversubscription' is inf: it must be a number > 0 and <= 1,000"),
+    (("oversubscription: 1.0", "oversubscription: .nan"),
+     "field 'oversubscription' is nan: it must be a number > 0 and <= 1,000"),
+    (("oversubscription: 1.0", "oversubscription: .inf"),
+     "field 'oversubscription' is inf: it must be a number > 0 and <= 1,000"),
     (("nvswitch_chips: 4", "nvswitch_chips: 32768"), "field 'nvswitch_chips' is 32768: it must be a whole number "
                                                       "from 0 to 4,096"),
 ])

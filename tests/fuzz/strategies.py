@@ -72,8 +72,9 @@ LOG_TOKENS = ["N/A", "nan", "-nan", "inf", "-inf", "1e308", "1e400", "-1", "0", 
               "-1e-5", "2147483648", "9" * 20, "float", "sum", "int8", "bogus", "[1,0]<stdout>:", "1:", "", "\x00",
               "time", "busbw", "algbw", "size", "count", "#wrong", "e", "0x10"]
 LOG_LINES = ["#  Rank 99 Group  0 Pid 1 on host device 0 [0x18] NVIDIA H100", "# Collective test starting: bogus_perf",
-             "# Collective test starting: all_gather_perf", "# nccl-tests version 2.19.6 nccl-headers=99999 nccl-library=1",
-             "# Avg bus bandwidth    : nan", "# Avg bus bandwidth    : 1e400", "#  size  count", "host: NCCL INFO nRanks 0",
+             "# Collective test starting: all_gather_perf",
+             "# nccl-tests version 2.19.6 nccl-headers=99999 nccl-library=1", "# Avg bus bandwidth    : nan",
+             "# Avg bus bandwidth    : 1e400", "#  size  count", "host: NCCL INFO nRanks 0",
              "host: NCCL INFO NCCL version 2.99.99", "#       size         count      type   redop    root     time",
              "  1048576 262144 float sum -1 1 2 3 0 1 2 3 0", "  0 0 float sum -1 0 0 0 0 0 0 0 0"]
 
