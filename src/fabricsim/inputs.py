@@ -10,8 +10,6 @@ msgspec, not pydantic: it imports in ~10 ms (pydantic ~150 ms) against a CLI bud
 
 from __future__ import annotations
 
-import difflib
-import json
 import re
 import typing
 from pathlib import Path
@@ -70,6 +68,8 @@ def parse_yaml(text: str, where: str) -> object:
 
 def parse_json(text: str, where: str) -> object:
     """Plain data of one JSON document (NaN / Infinity tokens read as floats, for the schema to reject)."""
+    import json
+
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
@@ -181,6 +181,8 @@ def _check_keys(data: dict, info, prefix: str, where: str, hint: str) -> None:
 
 
 def _unknown(path: str, key: str, fields: dict, hint: str) -> str:
+    import difflib
+
     close = difflib.get_close_matches(key, fields, n=1)
     guess = f" (did you mean '{close[0]}'?)" if close else ""
     return f"unknown key '{path}'{guess}: valid keys are {', '.join(fields)}{hint}"
