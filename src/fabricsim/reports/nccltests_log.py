@@ -118,7 +118,8 @@ def _row(cols: list[str], tokens: list[str]) -> ParsedRow | None:
         t = _num(values[f"{p}.time"])
         if t is None:
             return None
-        return Placement(t, _num(values[f"{p}.algbw"]) or 0.0, _num(values[f"{p}.busbw"]) or 0.0,
+        # a header may lack algbw (found by fuzzing: a KeyError before); it is recomputed from size and time anyway
+        return Placement(t, _num(values.get(f"{p}.algbw", "N/A")) or 0.0, _num(values[f"{p}.busbw"]) or 0.0,
                          _num(values[f"{p}.wrong"]) if f"{p}.wrong" in values else None)
 
     root = values.get("root")
