@@ -10,6 +10,7 @@ msgspec, not pydantic: it imports in ~10 ms (pydantic ~150 ms) against a CLI bud
 
 from __future__ import annotations
 
+import functools
 import re
 import typing
 from pathlib import Path
@@ -33,28 +34,28 @@ def read_text(path: str | Path, what: str) -> str:
         raise FabricsimError(f"{what} {path} is not UTF-8 text (byte {err.start}): give a text file") from None
 
 
+@functools.cache
 def _yaml_loader():
     """PyYAML's safe loader (libyaml's when present: fast, and it bounds nesting at 1,000 levels) reading
     exponent floats without a dot ('4e2', '1E+3') as numbers, as YAML 1.2 does, rather than as text."""
     import yaml
 
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[misc, valid-type]
+    class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
         pass
 
     Loader.add_implicit_resolver("tag:yaml.org,2002:float",
                                  re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
                                  list("-+0123456789."))
-    return Loader, yaml.YAMLError
+    return Loader
 
 
 def parse_yaml(text: str, where: str) -> object:
     """Plain data of one YAML document; malformed or too deeply nested text is a FabricsimError at `where`."""
-    loader, error = _yaml_loader()
+    import yaml
+
     try:
-        return typing.cast(object, __import__("yaml").load(text, Loader=loader))
-    except error as err:
+        return yaml.load(text, Loader=_yaml_loader())  # noqa: S506 (a safe loader)
+    except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
@@ -85,7 +86,7 @@ def convert(data: object, schema: type, where: str, hint: str = "") -> typing.An
     info = _info(schema)
     if not isinstance(data, dict):
         raise FabricsimError(f"{where}: expected a mapping of fields ({_example(info)}), got {_kind(data)}")
-    _check_keys(data, info, "", where, hint)
+    _check_keys(data, info, where, hint)
     try:
         return msgspec.convert(data, schema)
     except msgspec.ValidationError as err:
@@ -104,8 +105,8 @@ def check_fields(obj: object, what: str) -> None:
         try:
             converted = msgspec.convert(value, typ)
         except (msgspec.ValidationError, RecursionError):
-            raise FabricsimError(f"{what} field '{name}' is {_show(value)}: it must be "
-                                 f"{describe(_info(typ))}") from None
+            raise FabricsimError(f"{what} field '{name}' is {show(value)}: it must be "
+                                 f"{describe(typ)}") from None
         if type(converted) is not type(value) or converted != value:
             object.__setattr__(obj, name, converted)
 
@@ -160,24 +161,24 @@ def _kind(value: object) -> str:
         type(value), f"the number {value!r}" if isinstance(value, (int, float)) else type(value).__name__)
 
 
-def _show(value: object) -> str:
-    """A value as the user wrote it (YAML / JSON spelling of null and booleans), shortened."""
+def show(value: object) -> str:
+    """A value as the user wrote it (YAML / JSON spelling of null and booleans), shortened, for messages."""
     text = {None: "null", True: "true", False: "false"}.get(value, None) if isinstance(value, (bool, type(None))) \
         else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _check_keys(data: dict, info, prefix: str, where: str, hint: str) -> None:
+def _check_keys(data: dict, info, where: str, hint: str) -> None:
     """Non-text and unknown keys of a dataclass mapping (msgspec ignores unknown keys there; Structs forbid them)."""
     fields = _fields(info)
     if not fields:
         return
     for key in data:
         if not isinstance(key, str):
-            raise FabricsimError(f"{where}: key {_show(key)} is not a field name: keys are text, e.g. "
+            raise FabricsimError(f"{where}: key {show(key)} is not a field name: keys are text, e.g. "
                                  f"{next(iter(fields))}: ... (quote a key meant as text)")
         if key not in fields:
-            raise FabricsimError(f"{where}: {_unknown(prefix + key, key, fields, hint)}")
+            raise FabricsimError(f"{where}: {_unknown(key, key, fields, hint)}")
 
 
 def _unknown(path: str, key: str, fields: dict, hint: str) -> str:
@@ -230,7 +231,7 @@ def _explain(message: str, data: dict, info, hint: str) -> str:
         mapping, _ = _at(data, info, _split(parent))
         key = next((k for k in mapping if not isinstance(k, str)), None) if isinstance(mapping, dict) else None
         inside = f" of '{_dotted(_split(parent))}'" if parent != "$" else ""
-        return f"key {_show(key)}{inside} is not a field name: keys are text"
+        return f"key {show(key)}{inside} is not a field name: keys are text"
     steps = _split(path)
     where = _dotted(steps)
     if text.startswith("Object missing required field"):
@@ -242,7 +243,7 @@ def _explain(message: str, data: dict, info, hint: str) -> str:
         _, container = _at(data, info, steps)
         return _unknown(f"{where}.{name}" if where else name, name, _fields(container), hint)
     value, field_info = _at(data, info, steps)
-    return f"field '{where}' is {_show(value)}: it must be {describe(field_info)}"
+    return f"field '{where}' is {show(value)}: it must be {describe(field_info)}"
 
 
 def _dotted(steps: list) -> str:
@@ -263,11 +264,12 @@ def _range(t) -> str:
     return " " + " and ".join(parts) if parts else ""
 
 
-def describe(info) -> str:
-    """What a value of this (msgspec.inspect) type must be, in words: 'a whole number from 1 to 2,097,152'."""
+def describe(typ) -> str:
+    """What a value of this type (a Python type or a msgspec.inspect one) must be, in words:
+    'a whole number from 1 to 2,097,152'."""
     import msgspec.inspect as mi
 
-    info = _plain(info)
+    info = _plain(typ if isinstance(typ, mi.Type) else mi.type_info(typ))
     if isinstance(info, mi.IntType):
         return "a whole number" + _range(info)
     if isinstance(info, mi.FloatType):

@@ -162,7 +162,7 @@ def _schema(row: dict, where: str, schemas: dict[str, type] | type) -> type:
         return schemas
     kind = row.get("kind")
     if kind not in schemas:
-        raise FabricsimError(f"{where}: field 'kind' is {inputs._show(kind)}: it must be one of {', '.join(schemas)}")
+        raise FabricsimError(f"{where}: field 'kind' is {inputs.show(kind)}: it must be one of {', '.join(schemas)}")
     return schemas[kind]
 
 
@@ -186,7 +186,7 @@ def load_rows(path: str | Path | None = None, schemas: dict[str, type] | type = 
         where = f"{p}:{i}"
         row = inputs.parse_json(line, f"{where}: line {i}")
         if not isinstance(row, dict):
-            raise FabricsimError(f"{where}: line {i} is not a JSON object (it is {inputs._show(row)[:40]}): "
+            raise FabricsimError(f"{where}: line {i} is not a JSON object (it is {inputs.show(row)[:40]}): "
                                  "each line must be one {...} row")
         schema = _schema(row, f"{where}: row '{row.get('id', '?')}'", schemas)
         inputs.convert(row, schema, f"{where}: row '{row.get('id', '?')}'")
@@ -218,12 +218,12 @@ def field(row: dict, path: str, kind: str, default=_REQUIRED):
         if default is not _REQUIRED:
             return default
         missing = "null" if isinstance(parent, dict) and path.split(".")[-1] in parent else "missing"
-        raise FabricsimError(f"field '{path}' is {missing}: it must be {inputs.describe(inputs._info(typ))}")
+        raise FabricsimError(f"field '{path}' is {missing}: it must be {inputs.describe(typ)}")
     try:
         return msgspec.convert(value, typ)
     except msgspec.ValidationError:
-        raise FabricsimError(f"field '{path}' is {inputs._show(value)}: it must be "
-                             f"{inputs.describe(inputs._info(typ))}") from None
+        raise FabricsimError(f"field '{path}' is {inputs.show(value)}: it must be "
+                             f"{inputs.describe(typ)}") from None
 
 
 def partition(rows: list[dict], convert) -> tuple[list, list[Skip]]:
