@@ -16,7 +16,8 @@ from fabricsim.errors import FabricsimError
 from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner.nccl_graph import NcclGraph, NcclSystem, comm_channels, nvls_channels, search_graphs
 from fabricsim.tuner.nccl_system import system_from_topology
-from fabricsim.vocab import (NCCL_ALGO_NAMES, NCCL_PROTO_NAMES, NCCL_TUNED_ALGOS, REDUCING, parse_algorithms, parse_protocols)
+from fabricsim.vocab import (NCCL_ALGO_NAMES, NCCL_PROTO_NAMES, NCCL_TUNED_ALGOS, REDUCING, parse_algorithms,
+                             parse_protocols)
 
 __all__ = ["NcclSystem", "NcclChoice", "nccl_table", "nccl_predict", "system_from_topology", "ALGO_NAMES", "PROTO_NAMES"]
 
