@@ -1,24 +1,44 @@
 """Inputs that once ended in a traceback (issue 12 item 11) are one clear error through the real entry point:
-exit status 2, one 'error:' line on stderr naming the file or option, the field and the fix."""
+exit status 2, one 'error:' line on stderr naming the file or option, the field and the fix. Two cases run
+`python -m fabricsim.cli.main` in a fresh process; the others call the same `main()` the console script runs."""
 
+import contextlib
+import io
 import subprocess
 import sys
+from dataclasses import dataclass
 
 import pytest
 
+from fabricsim.cli.main import main
 from fabricsim.topology import preset_spec
 
 MODEL = "layers: 2\nhidden: 64\nheads: 4\nkv_heads: 4\nffn: 256\nvocab: 1000\nseq: 128\n"
 CLUSTER = preset_spec("dgx-h100", nodes=2).to_yaml()
 
 
-def fabricsim(*args: str, cwd=None) -> subprocess.CompletedProcess:
+def process(*args: str) -> subprocess.CompletedProcess:
     """Run `python -m fabricsim.cli.main ARGS` (the console script's code) in a fresh process."""
     return subprocess.run([sys.executable, "-m", "fabricsim.cli.main", *args], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+                          timeout=120)
 
 
-def one_error(run: subprocess.CompletedProcess) -> str:
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def fabricsim(*args: str) -> Run:
+    """`fabricsim ARGS` through the console script's entry function, its output captured."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def one_error(run) -> str:
     assert run.returncode == 2, run.stderr
     assert run.stderr.startswith("error: ") and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
     return run.stderr[len("error: "):].strip()
@@ -33,7 +53,7 @@ def write(tmp_path, name: str, text: str) -> str:
 @pytest.mark.parametrize("line, shown", [("null: 1", "null"), ("2.5: 1", "2.5")])
 def test_model_keys_that_are_not_text(tmp_path, line, shown):
     path = write(tmp_path, "m.yaml", MODEL + line + "\n")
-    msg = one_error(fabricsim("train", "--model", path, "--cluster", "dgx-h100", "--gpus", "8"))
+    msg = one_error(process("train", "--model", path, "--cluster", "dgx-h100", "--gpus", "8"))
     assert msg.startswith(f"{path}: key {shown} is not a field name: keys are text")
 
 
@@ -42,7 +62,7 @@ def test_yaml_nested_500_deep(tmp_path, kind):
     deep = "[" * 500 + "]" * 500
     if kind == "cluster":
         path = write(tmp_path, "c.yaml", CLUSTER.replace("nodes: 2", f"nodes: {deep}"))
-        msg = one_error(fabricsim("topo", "show", path))
+        msg = one_error(process("topo", "show", path))
         assert msg.startswith(f"{path}: field 'nodes' is [[[[") and "it must be a whole number" in msg
     else:
         path = write(tmp_path, "m.yaml", MODEL.replace("layers: 2", f"layers: {deep}"))
