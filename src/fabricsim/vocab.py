@@ -136,7 +136,7 @@ ALGO_FAMILY = {a.name: a.family for a in ALGORITHMS.values()}
 # nccl-tests type names and element sizes in bytes (src/common.cu test_typenames).
 DTYPE_SIZES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
                "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
-REDUCTION_OPS = ("sum", "prod", "min", "max", "avg")  # nccl-tests -o names (ncclRedOp_t)
+REDUCTION_OPS = ("sum", "prod", "max", "min", "avg")  # nccl-tests -o names, in ncclRedOp_t order (nccl.h)
 
 
 @dataclass(frozen=True)
