@@ -192,13 +192,14 @@ def _size_list(value: Sizes) -> list[int]:
     return [parse_size(s) for s in items]
 
 
-def _names(value: str | Sequence[str] | None) -> list[str] | None:
-    """'ring,tree' or ['Ring', 'tree'] -> ['ring', 'tree']; None or '' -> None (NCCL_ALGO / NCCL_PROTO lists)."""
-    if not value:
-        return None
-    items = value.split(",") if isinstance(value, str) else list(value)
-    names = [t.strip().lower() for t in items if t.strip()]
-    return names or None
+def _names(value: str | Sequence[str] | None, kind: str, collective: str) -> list[str] | None:
+    """An NCCL_ALGO / NCCL_PROTO list ('ring,tree', ['Ring', 'tree'], '^nvls', 'allreduce:tree;allgather:ring') read by
+    vocab's parser -> canonical names, '^' on the first when they are excluded; None or '' -> None."""
+    from fabricsim import vocab
+
+    parse = vocab.parse_algorithms if kind == "algo" else vocab.parse_protocols
+    selection = parse(value, collective)
+    return selection.spec().split(",") if selection else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,7 +276,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     level_run = check_options(collective, c.n_gpus, dtype=dtype, redop=op, root=root, level=level,
                               cost_model=cost_model, library=library)
     size_list = _size_list(sizes)
-    algos, protos = _names(algo), _names(proto)
+    algos, protos = _names(algo, "algo", collective), _names(proto, "proto", collective)
     notes = forced_notes(c.topology, c.ranks, collective, algos)
     points = predict(c.topology, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
                      protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
@@ -346,7 +347,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
                                                   _unit(c.spec)))
     level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
                               library="nccl")
-    algos, protos = _names(algo), _names(proto)
+    algos, protos = _names(algo, "algo", coll), _names(proto, "proto", coll)
     notes = forced_notes(c.topology, c.ranks, coll, algos)
     kept, skipped = report.comparable(parsed.rows, placement)
     done = [0]
