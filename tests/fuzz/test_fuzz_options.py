@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fabricsim import vocab
-from fabricsim.cli.perf import sizes
+from fabricsim.reports.sweep import sizes
 from fabricsim.cli.train import _counts
 from fabricsim.cli.verify import MAX_VERIFY_RANKS, parse_ranks
 from fabricsim.errors import FabricsimError
