@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fabricsim import __version__
 from fabricsim.errors import FabricsimError
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from fabricsim.reports.compare import CompareRow, CompareSummary
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.nccltests_table import PerfRow
+    from fabricsim.topology.spec import Routing
     from fabricsim.reports.sweep import ExplainRow
     from fabricsim.topology import ClusterSpec, Topology
     from fabricsim.training.models import ModelSpec
@@ -157,7 +158,7 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
     if per_node is not None and per_node > spec.gpus_per_node:
         raise FabricsimError(f"--nodes {nodes} --gpus {gpus} is {per_node} GPUs per node, but {spec.name} has "
                              f"{spec.gpus_per_node} per node: use --gpus up to {spec.nodes * spec.gpus_per_node}")
-    topo = topology.build(replace(spec, routing=routing) if routing else spec)
+    topo = topology.build(replace(spec, routing=cast("Routing", routing)) if routing else spec)  # checked above
     if per_node is not None:
         ranks = np.flatnonzero(topo.dev_local[topo.gpu_device] < per_node)
     else:
