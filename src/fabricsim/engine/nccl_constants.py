@@ -1,8 +1,7 @@
 """NCCL 2.30.7 tuning constants, copied verbatim from the library source.
 
 Source for every table unless noted: NVIDIA/nccl v2.30.7-1 (commit 5067397c) `src/graph/tuning.cc`
-(`ncclTunerConstantsDefaults`, `nvlsEfficiency`, `treeCorrectionFactor`), mirrored in
-/work/shared/reference/nccl-model.md §2.1. Units as NCCL uses them: microseconds and GB/s (1e9 B/s).
+(`ncclTunerConstantsDefaults`, `nvlsEfficiency`, `treeCorrectionFactor`). Units as NCCL uses them: microseconds and GB/s (1e9 B/s).
 Indices: algorithm order of `ncclAlgoStr`, protocol order LL, LL128, Simple, hardware NVLINK, PCI, NET,
 compute-capability rows Volta, Ampere, Hopper, Blackwell, scale columns 1 node, 2 nodes, >2 nodes.
 """
@@ -76,7 +75,7 @@ TREE_CORRECTION = (
 # getNetOverhead() (us) by CPU vendor: Intel x86 1.0, AMD x86 2.0, anything else 1.0 (tuning.cc).
 NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
 
-# NCCL_MAX_DEV_WORK_BATCH_COLLS = 1024 / sizeof(ncclDevWorkColl) = 8 (src/include/device.h; nccl-model.md §2.5).
+# NCCL_MAX_DEV_WORK_BATCH_COLLS = 1024 / sizeof(ncclDevWorkColl) = 8 (src/include/device.h).
 MAX_DEV_WORK_BATCH_COLLS = 8
 # MAXCHANNELS (src/include/device.h) = 64; the ring search uses MAXCHANNELS/2 (src/init.cc).
 MAXCHANNELS = 64

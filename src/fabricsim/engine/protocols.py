@@ -1,7 +1,7 @@
 """NCCL protocol and latency constants the engine uses, each with its source, in one place.
 
 Everything here is read from NCCL v2.30.7 (`src/graph/tuning.cc`, `src/include/device.h`,
-`src/include/collectives.h`) as summarised in /work/shared/reference/nccl-model.md §1.4 and §2.1.
+`src/include/collectives.h`, `src/init.cc`).
 Nothing is fitted to measurements. Units are converted to SI (seconds, bytes/s) on definition.
 """
 
@@ -32,7 +32,7 @@ BASE_LATENCY_US = {a: K.BASE_LAT[a] for a in _FAMILIES}
 HW_LATENCY_US = {hop: {a: K.HW_LAT[i][a] for a in _FAMILIES} for i, hop in enumerate(HOP_CLASSES)}
 
 # Which hop classes (nvlink, pci, net) NCCL prices once per step (tree level, ring step) rather than once per
-# collective (tuning.cc latency formulas, nccl-model.md 2.4): Ring and Tree every step; NVLS `intraLat (+ interLat)`
+# collective (tuning.cc:384-437 latency formulas): Ring and Tree every step; NVLS `intraLat (+ interLat)`
 # once; NVLSTree `intraLat + 2*log2(nNodes)*interLat`: NVLink once, the network per tree level; CollNetChain
 # `2*(ppn-1)*intraLat + interLat` and CollNetDirect `2*intraLat + interLat`: every step (the SHARP operation is one step).
 PER_STEP_LATENCY = {"Ring": (True, True, True), "Tree": (True, True, True), "NVLS": (False, False, False),

@@ -2,7 +2,7 @@
 
 Each variable either changes the prediction (a spec variant or the tuner's candidates) or is refused or
 ignored with a note saying why. Semantics from NCCL's environment-variable documentation
-(docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html) and nccl-model.md §3.4:
+(docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html) and src/graph/paths.cc:
 - NCCL_ALGO / NCCL_PROTO: lists (Ring, Tree, NVLS, NVLSTree, CollNetDirect, CollNetChain, PAT / LL, LL128,
   Simple), '^' excludes, 'allreduce:ring,tree;allgather:ring' sets them per collective (NCCL 2.24+).
 - NCCL_NVLS_ENABLE 0 off, 1 on, 2 (default) on where supported; NCCL_COLLNET_ENABLE 1 turns SHARP on.

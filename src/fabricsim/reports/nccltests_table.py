@@ -2,7 +2,7 @@
 
 Predictions print like a measurement so they can be diffed against real logs; `#wrong` shows `N/A`
 (nccl-tests' `-c 0` spelling) because nothing was validated. Size/count conventions follow
-nccl-tests' `*GetBw` / `*GetCollByteCount` (nccl-model.md §4.1).
+nccl-tests' `*GetBw` / `*GetCollByteCount` (src/<coll>.cu).
 """
 
 from __future__ import annotations

@@ -270,7 +270,7 @@ MODELS: dict[str, ModelSpec] = {
            gated=False, tied_embeddings=True, activation="gelu",
            source="Narayanan et al. 2021 (arXiv:2104.04473) Table 1, 1008B row; NVIDIA/Megatron-LM examples/academic_paper_scripts/sc21/"
                   "run_table_1.sh (1T: 128 layers, hidden 25600, 160 heads) and CONFIG.sh (seq 2048, GPT-2 BPE vocab padded to 51,200)"),
-        # Architectures of the published training benchmarks in shared/calibration (used by validation.training).
+        # Architectures of the published training benchmarks of the calibration set (used by validation.training).
         _m(name="gpt3-5b", layers=24, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=50257, seq=2048, gated=False, tied_embeddings=True,
            activation="gelu", dropout=0.1,
            source="NeMo-Framework-Launcher conf/training/gpt3/5b.yaml (24 layers, hidden 4096, ffn 16384, 32 heads, hidden and attention dropout 0.1)"),

@@ -1,8 +1,7 @@
 """NCCL 2.30.7's own cost model: the latency/bandwidth table and the per-call algorithm choice.
 
 A line-by-line reimplementation of `ncclTopoTuneModel` / `ncclTopoGetAlgoTime` (src/graph/tuning.cc)
-and the selection in src/enqueue.cc (`updateCollCostTable`, `topoGetAlgoInfo`), as described in
-/work/shared/reference/nccl-model.md §2. It tells what NCCL *would pick* and how fast NCCL *thinks*
+and the selection in src/enqueue.cc (`updateCollCostTable`, `topoGetAlgoInfo`). It tells what NCCL *would pick* and how fast NCCL *thinks*
 it is, which is what `--model nccl` and `--explain` show next to fabricsim's own engine.
 """
 
@@ -256,7 +255,7 @@ def _exec_channels(system: NcclSystem, algo: str, proto: str, nbytes: int, n_cha
 
 
 # NVLS reduces in the NVSwitch only Sum / Min / Max on 32- and 64-bit integers, half and bfloat16, and Sum on float
-# and double (src/device/generate.py, which must match ncclNvlsSupported(); nccl-model.md s1.2). Other reductions
+# and double (src/device/generate.py, which must match ncclNvlsSupported()). Other reductions
 # (prod, avg) and types (8-bit integers, FP8) fall back to the other algorithms. Names are nccl-tests' -d / -o names.
 NVLS_REDUCE_TYPES = {"sum": {"int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"},
                      "min": {"int32", "uint32", "int64", "uint64", "half", "bfloat16"},

@@ -1,7 +1,7 @@
 """The topology-aware tuner: time every applicable (algorithm, protocol) with the engine, pick the fastest.
 
 What NCCL would run is the default candidate set (`library='nccl'`): NCCL's algorithms (Ring, Tree, NVLS,
-NVLSTree, CollNetDirect, CollNetChain, PAT) under NCCL's own applicability rules (nccl-model.md §1.2, §2.6):
+NVLSTree, CollNetDirect, CollNetChain, PAT) under NCCL's own applicability rules (src/device/generate.py, tuning.cc:292-304, enqueue.cc):
 LL and LL128 exist only for Ring and Tree; NVLS/NVLSTree/CollNet/PAT run Simple only; NVLSTree needs
 more than one NVLink domain; PAT needs one GPU per node. `library='all'` adds fabricsim's other schedules
 (Rabenseifner, recursive doubling, Bruck, hierarchical, pairwise, ...). `algos` / `protos` force a choice
@@ -54,7 +54,7 @@ def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str 
     applicable = schedules.applicable(collective, structure)
     if library == "nccl":
         algos = [a for a in NCCL_ALGOS[collective] if a in applicable]
-        if "pat" in algos and structure.ranks_per_node > 1:  # ncclPatEnable: nNodes == nRanks (nccl-model.md §1.3)
+        if "pat" in algos and structure.ranks_per_node > 1:  # ncclPatEnable (tuning.cc): nNodes == nRanks
             algos.remove("pat")
         if collective == "alltoall" and "pxn" in algos and not topo.features.get("rail_optimized"):
             algos.remove("pxn")
@@ -257,7 +257,7 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
                  structure: schedules.Structure) -> tuple[int, int]:
     """(channels the schedule is built with, channels the engine runs).
 
-    The engine runs the channels of NCCL's own graph search for this algorithm (nccl-model.md §3.5),
+    The engine runs the channels of NCCL's own graph search for this algorithm (src/graph/search.cc ncclTopoCompute),
     which its per-channel caps multiply (tuning.cc). A ring or tree over several nodes is built with
     one channel per NIC rail so its channels leave each node on different NICs, as NCCL's do;
     Broadcast and Reduce run on the ring graph's channels (a chain along each ring), so they too. On a

@@ -57,8 +57,8 @@ class Skip:
     reason: str
 
 
-# The schema of calibration rows (shared/calibration/README.md): every documented field with its type and range,
-# unknown keys refused. A field a row leaves out or sets to null is "not stated"; whoever needs it says so.
+# The schema of calibration rows (the fields the calibration set's README documents): every field with its type
+# and range, unknown keys refused. A field a row leaves out or sets to null is "not stated"; whoever needs it says so.
 Count = Annotated[int, Meta(ge=1, le=(1 << 31) - 1)]
 Bytes = Annotated[int, Meta(ge=1, le=MAX_BYTES)]
 Measure = Annotated[float, Meta(ge=0, le=1e18)]  # GB/s, us, TFLOP/s, tokens/s: finite, >= 0 (0: not measured)
@@ -145,7 +145,7 @@ class TrainingRow(_Row, frozen=True):
 
 
 class LogEntry(_Row, frozen=True):
-    """One real nccl-tests log of shared/calibration/logs (a row of its index.jsonl)."""
+    """One real nccl-tests log of the calibration set (a row of its logs/index.jsonl; fabricsim.calibration_data)."""
 
     log: Annotated[str, Meta(min_length=1)] = ""
     collective: Literal[COLLECTIVES] | None = None

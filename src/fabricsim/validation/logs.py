@@ -124,7 +124,7 @@ def _p2p_disable(run: _Setup, var: str, value: str) -> EnvEffect:
         return EnvEffect(var, value, "no effect", "0 is NCCL's default")
     s = run.spec
     # NCCL_P2P_DISABLE=1 disables the P2P transport (NVLink and PCIe peer access): GPU-to-GPU traffic is routed
-    # through CPU memory (paths.cc ncclTopoCheckP2p / addInterStep, nccl-model.md s3.4; the SHM transport). fabricsim
+    # through CPU memory (src/graph/paths.cc ncclTopoCheckP2p / addInterStep; the SHM transport). fabricsim
     # says that with a PCIe-only node whose GPUs may not reach each other directly.
     run.spec = dataclasses.replace(s, scaleup="pcie", domain_size=s.gpus_per_node, nvswitch_chips=0, nvls=False,
                                    p2p=False)
@@ -173,7 +173,7 @@ def _tuner_plugin(run: _Setup, var: str, value: str) -> EnvEffect:
 
 # NCCL environment variables the calibration logs set -> how a prediction honours them. Defaults are NCCL's
 # (NCCL user guide, "Environment Variables", docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html;
-# NCCL_BUFFSIZE: DEFAULT_BUFFSIZE, nccl-model.md s1.4; NCCL_NET_GDR_C2C: nccl-model.md s3.4).
+# NCCL_BUFFSIZE: DEFAULT_BUFFSIZE in src/include/device.h; NCCL_NET_GDR_C2C: src/graph/paths.cc).
 ENV: dict[str, Callable[[_Setup, str, str], EnvEffect]] = {
     "NCCL_P2P_DISABLE": _p2p_disable,
     "NCCL_ALGO": _algo,
