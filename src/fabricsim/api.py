@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fabricsim import __version__
 from fabricsim.errors import FabricsimError
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from fabricsim.reports.compare import CompareRow, CompareSummary
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.nccltests_table import PerfRow
+    from fabricsim.topology.spec import Routing
     from fabricsim.reports.sweep import ExplainRow
     from fabricsim.topology import ClusterSpec, Topology
     from fabricsim.training.models import ModelSpec
@@ -157,7 +158,7 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
     if per_node is not None and per_node > spec.gpus_per_node:
         raise FabricsimError(f"--nodes {nodes} --gpus {gpus} is {per_node} GPUs per node, but {spec.name} has "
                              f"{spec.gpus_per_node} per node: use --gpus up to {spec.nodes * spec.gpus_per_node}")
-    topo = topology.build(replace(spec, routing=routing) if routing else spec)
+    topo = topology.build(replace(spec, routing=cast("Routing", routing)) if routing else spec)  # checked above
     if per_node is not None:
         ranks = np.flatnonzero(topo.dev_local[topo.gpu_device] < per_node)
     else:
@@ -192,13 +193,14 @@ def _size_list(value: Sizes) -> list[int]:
     return [parse_size(s) for s in items]
 
 
-def _names(value: str | Sequence[str] | None) -> list[str] | None:
-    """'ring,tree' or ['Ring', 'tree'] -> ['ring', 'tree']; None or '' -> None (NCCL_ALGO / NCCL_PROTO lists)."""
-    if not value:
-        return None
-    items = value.split(",") if isinstance(value, str) else list(value)
-    names = [t.strip().lower() for t in items if t.strip()]
-    return names or None
+def _names(value: str | Sequence[str] | None, kind: str, collective: str) -> list[str] | None:
+    """An NCCL_ALGO / NCCL_PROTO list ('ring,tree', ['Ring', 'tree'], '^nvls', 'allreduce:tree;allgather:ring') read by
+    vocab's parser -> canonical names, '^' on the first when they are excluded; None or '' -> None."""
+    from fabricsim import vocab
+
+    parse = vocab.parse_algorithms if kind == "algo" else vocab.parse_protocols
+    selection = parse(value, collective)
+    return selection.spec().split(",") if selection else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -275,7 +277,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     level_run = check_options(collective, c.n_gpus, dtype=dtype, redop=op, root=root, level=level,
                               cost_model=cost_model, library=library)
     size_list = _size_list(sizes)
-    algos, protos = _names(algo), _names(proto)
+    algos, protos = _names(algo, "algo", collective), _names(proto, "proto", collective)
     notes = forced_notes(c.topology, c.ranks, collective, algos)
     points = predict(c.topology, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
                      protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
@@ -346,7 +348,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
                                                   _unit(c.spec)))
     level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
                               library="nccl")
-    algos, protos = _names(algo), _names(proto)
+    algos, protos = _names(algo, "algo", coll), _names(proto, "proto", coll)
     notes = forced_notes(c.topology, c.ranks, coll, algos)
     kept, skipped = report.comparable(parsed.rows, placement)
     done = [0]

@@ -6,6 +6,7 @@ Conversions happen only at the edges (CLI, YAML, reports) through these helpers.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from fabricsim.errors import FabricsimError
 
@@ -19,20 +20,35 @@ _SIZE_MULT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def parse_size(text: str | int) -> int:
-    """Parse a byte count with nccl-tests' binary suffixes: '8', '64K', '1M', '8G' (K = 1024)."""
+    """Parse a byte count with nccl-tests' binary suffixes: '8', '64K', '1M', '8G' (K = 1024), at most MAX_BYTES.
+
+    Digits are read exactly (no float rounding), so '1.5K' is 1536 and 400 digits are refused, not overflowed."""
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise FabricsimError(f"invalid size {text!r}: give a byte count such as 64K or 1G")
+    shown = str(text) if len(str(text)) <= 40 else f"{str(text)[:37]}..."
+    too_big = FabricsimError(f"size '{shown}' is more than fabricsim sizes a buffer ({MAX_BYTES} bytes, 256 TiB): "
+                             "use a smaller size")
     if isinstance(text, int):
-        value = text
+        value = Fraction(text)
     else:
-        m = _SIZE_RE.match(str(text))
+        m = _SIZE_RE.match(text)
         if not m:
-            raise FabricsimError(f"invalid size '{text}': use a byte count with an optional K/M/G/T suffix, e.g. 64K or 1G")
-        value = float(m.group(1)) * _SIZE_MULT[m.group(2).upper()]
-        if value != int(value):
-            raise FabricsimError(f"invalid size '{text}': it is not a whole number of bytes")
-        value = int(value)
+            raise FabricsimError(f"invalid size '{shown}': use a byte count with an optional K/M/G/T suffix, "
+                                 "e.g. 64K or 1G")
+        whole, _, frac = m.group(1).partition(".")
+        whole, frac = whole.lstrip("0"), frac.rstrip("0")
+        if len(whole) > 16:  # MAX_BYTES has 15 digits: longer numbers need no exact reading
+            raise too_big
+        if len(frac) > 40:  # a suffix multiplies by at most 2^40: more decimals never make whole bytes
+            raise FabricsimError(f"invalid size '{shown}': it is not a whole number of bytes")
+        value = Fraction(f"{whole or 0}.{frac or 0}") * _SIZE_MULT[m.group(2).upper()]
+    if value.denominator != 1:
+        raise FabricsimError(f"invalid size '{shown}': it is not a whole number of bytes")
     if value < 0:
-        raise FabricsimError(f"invalid size '{text}': sizes must be zero or positive")
-    return value
+        raise FabricsimError(f"invalid size '{shown}': sizes must be zero or positive")
+    if value > MAX_BYTES:
+        raise too_big
+    return int(value)
 
 
 def gbps_to_bytes(gbit_per_s: float) -> float:

@@ -130,7 +130,7 @@ def test_nccl_env_changes_the_prediction_or_says_why():
 
 @pytest.mark.parametrize("env, match", [
     ({"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}, "network loopback"),
-    ({"NCCL_ALGO": "Ring,Butterfly"}, "unknown value 'Butterfly'"),
+    ({"NCCL_ALGO": "Ring,Butterfly"}, "NCCL_ALGO: unknown algorithm 'Butterfly'"),
     ({"NCCL_NVLS_ENABLE": "yes"}, "NCCL_NVLS_ENABLE"),
     ({"FABRICSIM_CLUSTER": ""}, "FABRICSIM_CLUSTER is not set"),
     ({"OMPI_COMM_WORLD_SIZE": "two"}, "not a process count"),

@@ -148,3 +148,13 @@ def test_json_log_with_nan_or_bad_types(tmp_path):
     assert "unexpected layout" in fails(write(tmp_path, json.dumps(doc)))
     del doc["results"][0]["size"]
     assert "lacks the key 'size'" in fails(write(tmp_path, json.dumps(doc)))
+
+
+def test_a_header_without_algbw_still_parses():
+    """Found by fuzzing: a column-title line lacking 'algbw' (here printed as N/A) raised a KeyError."""
+    text = ("# Collective test starting: all_reduce_perf\n"
+            "#  size  count  type  redop  root  time  N/A  busbw  #wrong  time  algbw  busbw  #wrong\n"
+            "     1048576        262144     float     sum      -1    138.1    7.59   14.24      0"
+            "    122.1    8.59   16.10      0\n")
+    (row,) = parse_nccl_tests(text).rows
+    assert row.out_of_place.time_us == 138.1 and row.out_of_place.busbw == 14.24 and row.in_place.algbw == 8.59

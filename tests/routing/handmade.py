@@ -1,8 +1,8 @@
 """Small hand-assembled topologies for routing tests, following docs/ARCHITECTURE.md conventions.
 
 Figures (per direction): NVLink 4 = 25e9 B/s per link, 18 links per H100; NVLink 2 = 25e9 per link
-(V100 DGX-1 cube-mesh adjacency from hardware.md §3c); PCIe Gen5 x16 = 63e9 (hardware.md §4);
-NDR 400 Gb/s = 50e9 (hardware.md §5). Latencies are round test values.
+(V100 DGX-1 cube-mesh adjacency from NV-DGX1-WP / Microway-topo); PCIe Gen5 x16 = 63e9 (PCI-SIG);
+NDR 400 Gb/s = 50e9 (IBTA); keys in docs/SOURCES.md. Latencies are round test values.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import numpy as np
 from fabricsim.topology.model import DeviceKind as K
 from fabricsim.topology.model import Topology
 
-NVL4 = 25e9  # NVLink 4 per link per direction (hardware.md §1b)
-PCIE5 = 63e9  # PCIe Gen5 x16 per direction (hardware.md §4)
-NDR = 50e9  # 400 Gb/s InfiniBand NDR (hardware.md §5)
+NVL4 = 25e9  # NVLink 4 per link per direction (Klockwood-NVLink)
+PCIE5 = 63e9  # PCIe Gen5 x16 per direction (PCI-SIG)
+NDR = 50e9  # 400 Gb/s InfiniBand NDR (IBTA)
 UPI = 40e9  # test value for the socket interconnect
 
-# DGX-1 V100 NVLink adjacency: (a, b, links), hardware.md §3c
+# DGX-1 V100 NVLink adjacency: (a, b, links), NV-DGX1-WP / Microway-topo
 CUBE_MESH = [(0, 1, 1), (0, 2, 1), (0, 3, 2), (0, 4, 2), (1, 2, 2), (1, 3, 1), (1, 5, 2), (2, 3, 2), (2, 6, 1),
              (3, 7, 1), (4, 5, 1), (4, 6, 1), (5, 7, 1), (4, 7, 2), (5, 6, 2), (6, 7, 2)]
 

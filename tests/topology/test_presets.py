@@ -62,7 +62,7 @@ def _tiers(topo):
     return [int((fs & (topo.dev_level == lvl)).sum()) for lvl in (1, 2, 3)]
 
 
-# NV-B200-RA (hardware.md §7b): SUs -> leaf / spine / core
+# NV-B200-RA (docs/SOURCES.md): SUs -> leaf / spine / core
 @pytest.mark.parametrize("sus,tiers", [(2, [16, 8, 0]), (4, [32, 16, 0]), (8, [64, 32, 0]), (16, [128, 128, 64]),
                                        (32, [256, 256, 128]), (64, [512, 512, 256])])
 def test_superpod_b200_matches_reference_architecture(sus, tiers):

@@ -62,16 +62,19 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
     (("gpu", "H900"), "unknown GPU 'H900'"),
     (("nic", "cx99"), "unknown NIC 'cx99'"),
     (("leaf_switch", "qm0000"), "unknown switch 'qm0000'"),
-    (("nodes", "two"), "'nodes' is 'two'.*must be a int"),
-    (("nodes", "0"), "'nodes' is 0: it must be > 0"),
-    (("nic_gbps", "-400"), "'nic_gbps' is -400.0: it must be >= 0"),
-    (("rail_optimized", "'yes'"), "'rail_optimized' is 'yes'.*must be a bool"),
-    (("scaleup", "torus"), "'scaleup' is 'torus'"),
-    (("levels", "4"), "'levels' is 4"),
-    (("routing", "random"), "'routing' is 'random': use one of ecmp, adaptive"),
+    (("nodes", "two"), "field 'nodes' is 'two': it must be a whole number from 1 to 2,097,152"),
+    (("nodes", "0"), "field 'nodes' is 0: it must be a whole number from 1"),
+    (("nic_gbps", "-400"), "field 'nic_gbps' is -400: it must be a number from 0 to 10,000"),
+    (("rail_optimized", "'yes'"), "field 'rail_optimized' is 'yes': it must be true or false"),
+    (("scaleup", "torus"), "field 'scaleup' is 'torus': it must be one of 'nvl72', 'nvlink-mesh', 'nvswitch', 'pcie'"),
+    (("levels", "4"), "field 'levels' is 4: it must be one of 1, 2, 3, 'auto'"),
+    (("routing", "random"), "field 'routing' is 'random': it must be one of 'adaptive', 'ecmp'"),
+    (("bogus_key", "1"), "unknown key 'bogus_key'.*`fabricsim schema cluster`"),
+    (("nodez", "2"), r"unknown key 'nodez' \(did you mean 'nodes'\?\)"),
     (("leaf_switch", "''"), "needs leaf_switch"),
     (("nic", "''"), "needs nic"),
-    (("nodes", "1000000000"), "more than fabricsim builds"),
+    (("nodes", "1000000000"), "field 'nodes' is 1000000000: it must be a whole number from 1 to 2,097,152"),
+    (("nodes", "300000"), "2,400,000 GPUs is more than fabricsim builds"),
 ])
 def test_bad_fields(edit, match):
     key, value = edit
@@ -80,7 +83,7 @@ def test_bad_fields(edit, match):
 
 
 def test_missing_key_and_not_a_mapping():
-    _err("name: x\n", "missing key")
+    _err("name: x\n", "missing key 'gpu': add it")
     _err("- 1\n- 2\n", "expected a mapping")
 
 

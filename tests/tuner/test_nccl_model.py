@@ -1,4 +1,4 @@
-"""NCCL 2.30.7 cost model: the nccl-model.md §3.6 worked example, applicability, forced choices."""
+"""NCCL 2.30.7 cost model: 8x H100 SXM worked through tuning.cc's formulas by hand, applicability, forced choices."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_h100_nvls_busbw_476():
 
 
 def test_h100_crossover_ring_ll_to_nvls():
-    # 10 us / (1/80.6 - 1/272) GB/s ~ 1.14 MB (nccl-model.md §3.6)
+    # 10 us / (1/80.6 - 1/272) GB/s ~ 1.14 MB (tuning.cc:306-437 by hand)
     assert nccl_predict(H100, "all_reduce", 1_000_000).algo == "Ring"
     assert nccl_predict(H100, "all_reduce", 1_000_000).proto == "LL"
     assert nccl_predict(H100, "all_reduce", 1_300_000).algo == "NVLS"
@@ -119,8 +119,10 @@ def test_forced_choice_that_does_not_apply(coll, algo, proto):
 
 
 def test_bad_names_and_sizes():
-    with pytest.raises(FabricsimError, match="unknown algorithm"):
+    with pytest.raises(FabricsimError, match="bruck is not an NCCL algorithm"):
         nccl_predict(H100, "all_reduce", 1024, algo="bruck")
+    with pytest.raises(FabricsimError, match="unknown algorithm 'bogus'"):
+        nccl_predict(H100, "all_reduce", 1024, algo="ring,bogus")
     with pytest.raises(FabricsimError, match="unknown collective"):
         nccl_predict(H100, "alltoall", 1024)
     with pytest.raises(FabricsimError, match="positive"):

@@ -107,7 +107,7 @@ def test_algo_and_proto_restrict_the_tuner():
     assert (case.algos, case.protos) == (("ring", "nvls_tree"), ("^ll128",))
     s = score(dataclasses.replace(case, rows=case.rows[:2]), "analytical")
     assert {r.algo for r in s.rows} <= {"ring", "nvls_tree"} and all(r.proto != "ll128" for r in s.rows)
-    with pytest.raises(FabricsimError, match="'Bogus' is not an NCCL name"):
+    with pytest.raises(FabricsimError, match="NCCL_ALGO=Ring,Bogus: unknown algorithm 'Bogus'"):
         case_for(entry(env={"NCCL_ALGO": "Ring,Bogus"}), FIX)
 
 

@@ -59,26 +59,26 @@ def test_a_line_that_is_not_an_object_is_named(tmp_path, capsys, line):
 
 
 @pytest.mark.parametrize("path, value, expect", [
-    ("hardware", ..., "field 'hardware' is missing: it must be a JSON object"),
-    ("hardware", "H100", "field 'hardware' is 'H100': it must be a JSON object"),
+    ("hardware", ..., "field 'hardware' is missing: it must be a mapping"),
+    ("hardware", "H100", "field 'hardware' is 'H100': it must be a mapping"),
     ("collective", ..., "field 'collective' is missing"),
-    ("collective", "frob", "field 'collective' is 'frob': it must be one of all_reduce"),
+    ("collective", "frob", "field 'collective' is 'frob': it must be one of 'all_gather', 'all_reduce'"),
     ("hardware.gpu", ..., "field 'hardware.gpu' is missing"),
-    ("hardware.nodes", "ten", "field 'hardware.nodes' is 'ten': it must be a positive integer"),
-    ("hardware.nodes", None, "field 'hardware.nodes' is null: it must be a positive integer"),
+    ("hardware.nodes", "ten", "field 'hardware.nodes' is 'ten': it must be a whole number from 1 to 2,147,483,647"),
+    ("hardware.nodes", None, "field 'hardware.nodes' is null: it must be a whole number from 1"),
     ("hardware.nodes", 0, "field 'hardware.nodes' is 0"),
     ("hardware.gpus_per_node", 0, "field 'hardware.gpus_per_node' is 0"),
-    ("size_bytes", "32M", "field 'size_bytes' is '32M': it must be a positive integer number of bytes"),
+    ("size_bytes", "32M", "field 'size_bytes' is '32M': it must be a whole number from 1 to 281,474,976,710,656"),
     ("size_bytes", 1e25, "field 'size_bytes' is 1e+25"),
     ("size_bytes", 10 ** 25, "field 'size_bytes' is 10000000000000000000000000"),
     ("size_bytes", 0, "field 'size_bytes' is 0"),
-    ("busbw_GBps", "fast", "field 'busbw_GBps' is 'fast': it must be a positive number"),
-    ("busbw_GBps", -10, "field 'busbw_GBps' is -10: it must be a positive number"),
+    ("busbw_GBps", "fast", "field 'busbw_GBps' is 'fast': it must be a number from 0 to 1e+18"),
+    ("busbw_GBps", -10, "field 'busbw_GBps' is -10: it must be a number from 0"),
     ("busbw_GBps", float("nan"), "field 'busbw_GBps' is nan"),
     ("hardware.desc", 5, "field 'hardware.desc' is 5: it must be text"),
     ("notes", 5, "field 'notes' is 5: it must be text"),
     ("algo_env", 5, "field 'algo_env' is 5: it must be text"),
-    ("algo_env", "FROB", "field 'algo_env' is 'FROB': use one of ring"),
+    ("algo_env", "FROB", "field 'algo_env' is 'FROB': unknown algorithm 'FROB'"),
     ("nccl_version", 229, "field 'nccl_version' is 229: it must be text"),
 ])
 def test_a_bad_field_names_file_line_row_and_field(tmp_path, capsys, path, value, expect):
@@ -88,7 +88,7 @@ def test_a_bad_field_names_file_line_row_and_field(tmp_path, capsys, path, value
 
 def test_negative_time_is_an_error_not_a_negative_percentage(tmp_path, capsys):
     f = write(tmp_path, changed(changed(COLL, "busbw_GBps", None), "time_us", -3))
-    assert "field 'time_us' is -3: it must be a positive number" in cli_error(capsys, "validate", "--data", f)
+    assert "field 'time_us' is -3: it must be a number from 0" in cli_error(capsys, "validate", "--data", f)
 
 
 def test_zero_busbw_and_time_is_skipped_with_the_reason(tmp_path):
@@ -126,12 +126,12 @@ def test_json_summary_of_skipped_rows_has_no_nan(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("path, value, expect", [
-    ("tp", 0, "field 'tp' is 0: it must be a positive integer"),
+    ("tp", 0, "field 'tp' is 0: it must be a whole number from 1"),
     ("tp", "one", "field 'tp' is 'one'"),
     ("seq", 0, "field 'seq' is 0"),
-    ("tokens_per_s_per_gpu", -1, "field 'tokens_per_s_per_gpu' is -1: it must be a positive number"),
+    ("tokens_per_s_per_gpu", -1, "field 'tokens_per_s_per_gpu' is -1: it must be a number from 0"),
     ("hardware.total_gpus", 0, "field 'hardware.total_gpus' is 0"),
-    ("hardware", [], "field 'hardware' is []: it must be a JSON object"),
+    ("hardware", [], "field 'hardware' is []: it must be a mapping"),
 ])
 def test_training_bad_field_is_an_error(tmp_path, capsys, path, value, expect):
     f = write(tmp_path, changed(TRAIN, path, value))
@@ -161,3 +161,26 @@ def test_a_valid_row_is_still_scored(tmp_path):
     (case,), skipped = cases(load_rows(write(tmp_path, COLL, {"id": "p", "kind": "p2p"})))
     assert case.ranks == tuple(range(8)) and case.metric == "busbw" and case.nccl_version == (2, 21)
     assert skipped[0].id == "p"
+
+
+def test_unknown_keys_and_kinds_are_named_with_the_fix(tmp_path, capsys):
+    f = write(tmp_path, {**COLL, "busbw_GBPS": 1.0})
+    assert "unknown key 'busbw_GBPS' (did you mean 'busbw_GBps'?)" in cli_error(capsys, "validate", "--data", f)
+    f = write(tmp_path, changed(COLL, "hardware.gpus", 8))
+    assert "unknown key 'hardware.gpus' (did you mean 'gpu'?)" in cli_error(capsys, "validate", "--data", f)
+    f = write(tmp_path, changed(COLL, "kind", "colective"))
+    assert cli_error(capsys, "validate", "--data", f).endswith(
+        "row 'x': field 'kind' is 'colective': it must be one of collective, p2p, training")
+
+
+def test_the_calibration_files_follow_their_schemas():
+    from fabricsim.calibration_data import default_path
+    from fabricsim.validation.calibration import LogEntry
+
+    path = default_path()
+    if not path.exists():
+        pytest.skip(f"no calibration data at {path} (set FABRICSIM_CALIBRATION)")
+    assert {r["kind"] for r in load_rows(path)} == {"collective", "p2p", "training"}
+    index = path.parent / "logs" / "index.jsonl"
+    if index.exists():
+        assert all(r["log"] for r in load_rows(index, LogEntry))

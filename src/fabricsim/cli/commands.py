@@ -9,6 +9,7 @@ COMMANDS: dict[str, str] = {
     "compare": "fabricsim.cli.compare:compare",
     "nccl-tests": "fabricsim.cli.nccltests:nccl_tests",
     "perf": "fabricsim.cli.perf:perf",
+    "schema": "fabricsim.cli.schema:schema",
     "topo": "fabricsim.cli.topo:topo",
     "trace": "fabricsim.cli.trace:trace",
     "train": "fabricsim.cli.train:train",

@@ -22,6 +22,7 @@ from pathlib import Path
 import click
 
 from fabricsim.errors import FabricsimError
+from fabricsim.vocab import REDUCING, REDUCTION_OPS
 
 BINARIES = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce_scatter_perf": "reduce_scatter",
             "broadcast_perf": "broadcast", "reduce_perf": "reduce", "alltoall_perf": "alltoall",
@@ -29,8 +30,7 @@ BINARIES = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "r
 # nccl-tests' test_typenames / test_opnames order (src/common.cu), for -d all / -o all.
 _ALL_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16", "f8e4m3",
               "f8e5m2")
-_ALL_OPS = ("sum", "prod", "max", "min", "avg")
-_REDUCING = ("all_reduce", "reduce_scatter", "reduce")
+_ALL_OPS = REDUCTION_OPS
 _ROOTED = ("broadcast", "reduce")
 _SHIM_MARK = "# fabricsim nccl-tests shim"
 # MPI / Slurm process counts and ranks, in the order they are trusted (Open MPI, PMI (MPICH, Intel MPI), Slurm).
@@ -101,7 +101,7 @@ def _choices(args, collective: str, ranks: int, notes: list[str]):
     for t in types:
         if t not in DTYPE_SIZES:
             raise FabricsimError(f"-d {t}: not an nccl-tests type; use one of {', '.join(_ALL_TYPES)} or all")
-    if collective in _REDUCING:
+    if collective in REDUCING:
         ops = list(_ALL_OPS) if args.op == "all" else [args.op]
         if args.op == "all":
             notes.append("-o all: mulsum (ncclPreMulSum) is not modelled and is left out")

@@ -23,6 +23,9 @@ def parse_ranks(text: str) -> list[int]:
             raise FabricsimError(f"invalid --ranks '{text}': use a range like 1-72 or a list like 2,3,8") from None
         if lo_i < 1 or hi_i < lo_i:
             raise FabricsimError(f"invalid --ranks '{part}': counts start at 1 and ranges run low-high, e.g. 1-72")
+        if hi_i > MAX_VERIFY_RANKS:  # refused before the range is listed: '1-99999999999' must not fill memory
+            raise FabricsimError(f"--ranks up to {hi_i}: verify executes schedules on real data for at most "
+                                 f"{MAX_VERIFY_RANKS} ranks; time larger clusters with `fabricsim perf`")
         out.update(range(lo_i, hi_i + 1))
     return sorted(out)
 
@@ -75,11 +78,8 @@ def verify(ranks: str, algo: str | None, collective: str | None, count: int) -> 
     """Execute collective schedules on integer data and check them against the direct result."""
     if count < 0:
         raise FabricsimError(f"--count {count} is negative: use 0 or more elements")
-    counts = parse_ranks(ranks)
-    # verify executes every rank's data with numpy: bound ranks and ranks x elements so a run ends in seconds
-    if counts[-1] > MAX_VERIFY_RANKS:
-        raise FabricsimError(f"--ranks up to {counts[-1]}: verify executes schedules on real data for at most "
-                             f"{MAX_VERIFY_RANKS} ranks; time larger clusters with `fabricsim perf`")
+    counts = parse_ranks(ranks)  # at most MAX_VERIFY_RANKS
+    # verify executes every rank's data with numpy: bound ranks x elements so a run ends in seconds
     if counts[-1] * max(count, 1) > MAX_VERIFY_ELEMENTS:
         raise FabricsimError(f"--count {count} on {counts[-1]} ranks is more than {MAX_VERIFY_ELEMENTS:,} elements in all: "
                              "use a smaller --count")

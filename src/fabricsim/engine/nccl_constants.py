@@ -1,26 +1,18 @@
 """NCCL 2.30.7 tuning constants, copied verbatim from the library source.
 
 Source for every table unless noted: NVIDIA/nccl v2.30.7-1 (commit 5067397c) `src/graph/tuning.cc`
-(`ncclTunerConstantsDefaults`, `nvlsEfficiency`, `treeCorrectionFactor`), mirrored in
-/work/shared/reference/nccl-model.md §2.1. Units as NCCL uses them: microseconds and GB/s (1e9 B/s).
+(`ncclTunerConstantsDefaults`, `nvlsEfficiency`, `treeCorrectionFactor`). Units as NCCL uses them: microseconds and GB/s (1e9 B/s).
 Indices: algorithm order of `ncclAlgoStr`, protocol order LL, LL128, Simple, hardware NVLINK, PCI, NET,
 compute-capability rows Volta, Ampere, Hopper, Blackwell, scale columns 1 node, 2 nodes, >2 nodes.
 """
 
 from __future__ import annotations
 
-# Protocol order of every [proto] index (ncclProtoStr, src/init.cc).
-PROTOS = ("LL", "LL128", "Simple")
-HW_NVLINK, HW_PCI, HW_NET = 0, 1, 2
+# Protocol order of every [proto] index (ncclProtoStr, src/init.cc) and NCCL's function names (ncclFuncStr)
+# keyed by fabricsim's collective names: both in fabricsim.vocab.
+from fabricsim.vocab import NCCL_FUNCS as FUNCS, NCCL_PROTOCOLS as PROTOS  # noqa: F401
 
-# NCCL function names (ncclFuncStr) keyed by fabricsim's collective names.
-FUNCS = {
-    "broadcast": "Broadcast",
-    "reduce": "Reduce",
-    "all_gather": "AllGather",
-    "reduce_scatter": "ReduceScatter",
-    "all_reduce": "AllReduce",
-}
+HW_NVLINK, HW_PCI, HW_NET = 0, 1, 2
 
 # baseLatencies[algo][proto] (us)
 BASE_LAT = {
@@ -83,7 +75,7 @@ TREE_CORRECTION = (
 # getNetOverhead() (us) by CPU vendor: Intel x86 1.0, AMD x86 2.0, anything else 1.0 (tuning.cc).
 NET_OVERHEAD_US = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
 
-# NCCL_MAX_DEV_WORK_BATCH_COLLS = 1024 / sizeof(ncclDevWorkColl) = 8 (src/include/device.h; nccl-model.md §2.5).
+# NCCL_MAX_DEV_WORK_BATCH_COLLS = 1024 / sizeof(ncclDevWorkColl) = 8 (src/include/device.h).
 MAX_DEV_WORK_BATCH_COLLS = 8
 # MAXCHANNELS (src/include/device.h) = 64; the ring search uses MAXCHANNELS/2 (src/init.cc).
 MAXCHANNELS = 64

@@ -1,7 +1,7 @@
 """NCCL protocol and latency constants the engine uses, each with its source, in one place.
 
 Everything here is read from NCCL v2.30.7 (`src/graph/tuning.cc`, `src/include/device.h`,
-`src/include/collectives.h`) as summarised in /work/shared/reference/nccl-model.md §1.4 and §2.1.
+`src/include/collectives.h`, `src/init.cc`).
 Nothing is fitted to measurements. Units are converted to SI (seconds, bytes/s) on definition.
 """
 
@@ -14,25 +14,15 @@ from dataclasses import dataclass
 
 from fabricsim.engine import nccl_constants as K
 from fabricsim.errors import FabricsimError
+# Protocols in NCCL's [LL, LL128, Simple] column order; the NCCL algorithm each fabricsim algorithm is timed as
+# (algorithms NCCL does not have use the Ring rows: NCCL's per-step cost of a send/recv step over that hop class).
+from fabricsim.vocab import ALGO_FAMILY, PROTOCOLS
 
 US = 1e-6  # NCCL's tables are in microseconds
 GBPS = 1e9  # and GB/s (1e9 B/s)
 
-PROTOCOLS = ("ll", "ll128", "simple")  # index order of NCCL's [LL, LL128, Simple] columns
 HOP_CLASSES = ("nvlink", "pci", "net")  # NCCL_HW_NVLINK, NCCL_HW_PCI, NCCL_HW_NET
 HOP_NVLINK, HOP_PCI, HOP_NET = K.HW_NVLINK, K.HW_PCI, K.HW_NET
-
-# NCCL algorithm each fabricsim schedule algorithm is timed as. Algorithms NCCL does not have
-# (recursive doubling, Bruck, point-to-point patterns) use the Ring rows: NCCL's per-step software
-# cost for a send/recv step over that hop class.
-ALGO_FAMILY = {
-    "ring": "Ring",
-    "tree": "Tree",
-    "nvls": "NVLS",
-    "nvls_tree": "NVLSTree",
-    "collnet_direct": "CollNetDirect",
-    "collnet_chain": "CollNetChain",
-}
 
 ARCHS = ("Volta", "Ampere", "Hopper", "Blackwell")  # NCCL's compute-capability rows
 _FAMILIES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree")
@@ -42,7 +32,7 @@ BASE_LATENCY_US = {a: K.BASE_LAT[a] for a in _FAMILIES}
 HW_LATENCY_US = {hop: {a: K.HW_LAT[i][a] for a in _FAMILIES} for i, hop in enumerate(HOP_CLASSES)}
 
 # Which hop classes (nvlink, pci, net) NCCL prices once per step (tree level, ring step) rather than once per
-# collective (tuning.cc latency formulas, nccl-model.md 2.4): Ring and Tree every step; NVLS `intraLat (+ interLat)`
+# collective (tuning.cc:384-437 latency formulas): Ring and Tree every step; NVLS `intraLat (+ interLat)`
 # once; NVLSTree `intraLat + 2*log2(nNodes)*interLat`: NVLink once, the network per tree level; CollNetChain
 # `2*(ppn-1)*intraLat + interLat` and CollNetDirect `2*intraLat + interLat`: every step (the SHARP operation is one step).
 PER_STEP_LATENCY = {"Ring": (True, True, True), "Tree": (True, True, True), "NVLS": (False, False, False),

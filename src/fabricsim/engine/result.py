@@ -7,17 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fabricsim.topology.model import Topology
+from fabricsim.vocab import BUSBW_FACTOR  # noqa: F401  (nccl-tests bus factors; simulate and tests import it from here)
 
-# nccl-tests bus-bandwidth factor per collective (src/<coll>.cu *GetBw, nccl-tests 2.19.6).
-BUSBW_FACTOR = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-}
 
 
 @dataclass(frozen=True)

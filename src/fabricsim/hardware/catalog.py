@@ -126,8 +126,8 @@ def eth_link_for_speed(gbps: float) -> str:
     return _link_for_speed("ethernet", gbps)
 
 
-# Per-GPU network bandwidth (Gb/s) -> the ConnectX generation that introduced that rate (hardware.md s5d,
-# s7a: DGX-1 EDR, DGX A100 CX-6, DGX H100/B200 CX-7, B300/GB300 CX-8).
+# Per-GPU network bandwidth (Gb/s) -> the ConnectX generation that introduced that rate (NV-ConnectX;
+# node layouts: DGX-1 EDR, DGX A100 CX-6, DGX H100/B200 CX-7, B300/GB300 CX-8).
 _NIC_BY_SPEED = {
     "infiniband": {100: "cx5", 200: "cx6", 400: "cx7", 800: "cx8"},
     "ethernet": {100: "cx5-eth", 200: "cx6-eth", 400: "cx7-eth", 800: "cx8-eth"},

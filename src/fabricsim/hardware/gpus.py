@@ -1,7 +1,7 @@
 """GPU catalog: dense tensor FLOP/s, HBM, scale-up links and host PCIe, each with its source.
 
-Figures come from /work/shared/reference/hardware.md (s1a compute, s1b interconnect, s8 conflicts)
-unless the source text says otherwise. FLOP/s are DENSE (datasheet sparse figure / 2).
+Figures come from NVIDIA datasheets and whitepapers, mostly as Klockwood-* and NV-NVLink tabulate them
+(keys in docs/SOURCES.md), unless the source text says otherwise. FLOP/s are DENSE (datasheet sparse figure / 2).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _gpus() -> list[GPU]:
             source="NVIDIA Turing architecture whitepaper, GeForce RTX 2080 Ti reference (1,545 MHz): FP16 tensor "
                    "107.6 TF with FP16 accumulate, 53.8 TF with FP32 accumulate; 11 GB GDDR6, 616 GB/s; 250 W; "
                    "2-way NVLink bridge 100 GB/s total = 2 NVLink 2 links [U: from memory of the whitepaper, "
-                   "not in hardware.md]",
+                   "not checked against it]",
             notes="no BF16: bf16_flops is the FP16 tensor rate with FP32 accumulate (GeForce half rate), as for "
                   "RTX4090. PCIe 3.0 x16 host link. NVLink only as a 2-GPU bridge"),
         GPU("A100-40GB", "ampere", 8.0, 312 * T, 0.0, 40 * GB, 1555 * GB, "nvlink3", 12, "pcie4", 400,
@@ -90,20 +90,20 @@ def _gpus() -> list[GPU]:
                    "for 8 GPUs [V]; NVLink 5 x18 = 1.8 TB/s bidir (NV-NVLink) [V]",
             notes="180 GB = DGX B200 1,440 GB / 8 (192 GB at launch; conflict #6). 8 TB/s from NVIDIA system "
                   "totals (7.7 TB/s in some sheets; #7). Host PCIe Gen5 though the die supports Gen6 (#11). "
-                  "FP4 9,000 TF dense (18,000 sparse; hardware.md s1a, NV-B200-RA '144 PFLOPS FP4' for 8 GPUs)",
+                  "FP4 9,000 TF dense (18,000 sparse; Klockwood-B200, NV-B200-RA '144 PFLOPS FP4' for 8 GPUs)",
             fp4_flops=9000 * T),
         GPU("B300", "blackwell", 10.3, 2250 * T, 4500 * T, 288 * GB, 8e12, "nvlink5", 18, "pcie6", 1100,
             source="HGX B300 (Blackwell Ultra): Klockwood-B300 [S], verda.com [S]; NVLink 5 x18 [S]",
             notes="HGX B300 power envelope 1,100 W (GB300: 1,400 W, conflict #8). Host PCIe Gen6 through the "
-                  "ConnectX-8 PCIe switch [S]. FP4 13,500 TF dense = HGX B300 108 PF dense / 8 (hardware.md conflict #8 "
-                  "lists 105-108; Blackwell Ultra adds 50% dense NVFP4 over Blackwell: Hot Chips 2025 via tomshardware.com)",
+                  "ConnectX-8 PCIe switch [S]. FP4 13,500 TF dense = HGX B300 108 PF dense / 8 (sources "
+                  "differ: 105 vs 108 PF; Blackwell Ultra adds 50% dense NVFP4 over Blackwell: Hot Chips 2025 via tomshardware.com)",
             fp4_flops=13500 * T),
         GPU("GB200", "blackwell", 10.0, 2500 * T, 5000 * T, 186 * GB, 8e12, "nvlink5", 18, "pcie5", 1200,
             source="B200 inside the GB200 superchip (1,200 W): Klockwood-B200 [S]; 186 GB [D: 13.4-13.5 TB / 72]; "
                    "8 TB/s [D: 576 TB/s / 72]; NV-GB200-UG [V]",
             notes="one GPU of the superchip (1 Grace + 2 B200); 5 PF dense FP8 at 1,200 W, not the 4.5 PF HGX "
                   "value (conflict #9). CX-7 NICs on PCIe Gen5 of the compute tray [U: Grace- or GPU-attached]. "
-                  "FP4 10,000 TF dense (hardware.md s1a; Hot Chips 2025 table via tomshardware.com: 10 PF per package)",
+                  "FP4 10,000 TF dense (Klockwood-B200; Hot Chips 2025 table via tomshardware.com: 10 PF per package)",
             c2c_link="nvlink-c2c", fp4_flops=10000 * T),
         GPU("GB300", "blackwell", 10.3, 2500 * T, 5000 * T, 288 * GB, 8e12, "nvlink5", 18, "pcie6", 1400,
             source="B300 inside GB300 NVL72: [D] rack 360 PF BF16 / 720 PF FP8 sparse / 72 / 2; 288 GB HBM3e; "

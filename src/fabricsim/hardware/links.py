@@ -3,7 +3,7 @@
 Bandwidths are bytes/s PER DIRECTION (bidirectional marketing totals appear only in `source`).
 `efficiency` is the fraction of `bw` that bulk collective data achieves as NCCL (or its maintainers)
 document it, so the engine can time transfers without fitting anything to measurements.
-Tags in the source text follow /work/shared/reference/hardware.md: [V] vendor, [S] secondary,
+Tags in the source text (docs/SOURCES.md, which also expands the source keys): [V] vendor, [S] secondary,
 [D] derived here, [U] unverified.
 """
 
@@ -47,10 +47,10 @@ def _pcie_x16(gt_per_s: float, encoding: float) -> float:
 
 _NCCL_PCIE = (
     "NCCL topo.cc ncclTopoGetPciBw: width*code/80 GB/s, x16 = Gen3 12, Gen4 24, Gen5 48, Gen6 96 GB/s "
-    "(nccl-model.md s3.3), divided by the x16 per-direction rate after line encoding"
+    "(NCCL src/graph/topo.h, topo.cc), divided by the x16 per-direction rate after line encoding"
 )
 _NCCL_NVLINK = (
-    "NCCL ncclTopoNVLinkBw per-link GB/s (nccl-model.md s3.3: SM60 18.0, SM70/SM75/SM80 20.0, SM90 20.6, "
+    "NCCL ncclTopoNVLinkBw per-link GB/s (src/graph/topo.h: SM60 18.0, SM70/SM75/SM80 20.0, SM90 20.6, "
     "SM100 40.1) divided by the raw per-direction link rate; sjeaugey (NVIDIA/nccl-tests#212): "
     "'450GB/s is the line rate ... protocol overhead (~20%) ... 370GB/s' = 0.82 for H100"
 )
@@ -63,30 +63,30 @@ NET_EFFICIENCY = 0.96  # 12/12.5, 24/25, 48/50 GB/s (see _NET)
 
 
 def _pcie_links() -> list[LinkTech]:
-    """PCIe x16, rates per direction from hardware.md s4 (PCI-SIG table via hpc-notes / Wikipedia) [S]."""
+    """PCIe x16, rates per direction from the PCI-SIG specifications (PCIe rates, docs/SOURCES.md) [S]."""
     links = []
     for gen, gt, nccl in ((3, 8, 12), (4, 16, 24), (5, 32, 48)):
         bw = _pcie_x16(gt, 128 / 130)
         links.append(LinkTech(
             name=f"pcie{gen}", kind="pcie", bw=bw, efficiency=nccl * GB / bw, latency=ONBOARD_LINK_LATENCY,
             source=f"PCIe {gen}.0 x16: {gt} GT/s/lane, 128b/130b = {bw / GB:.2f} GB/s per direction "
-                   f"({2 * bw / GB:.0f} GB/s bidirectional marketing); hardware.md s4 [S]",
+                   f"({2 * bw / GB:.0f} GB/s bidirectional marketing); PCI-SIG via Wikipedia [S]",
             efficiency_source=_NCCL_PCIE,
         ))
     # PCIe 6.0: 64 GT/s PAM4 in 256-byte FLITs with 242 usable bytes. 128 GB/s is the pre-FLIT figure
-    # (hardware.md conflict #10); 121 GB/s is stored so that every generation's bw is after line encoding.
+    # (PCIe 6.0 FLIT overhead: 242 of 256 bytes usable); 121 GB/s is stored so that every generation's bw is after line encoding.
     bw = _pcie_x16(64, 242 / 256)
     links.append(LinkTech(
         name="pcie6", kind="pcie", bw=bw, efficiency=96 * GB / bw, latency=ONBOARD_LINK_LATENCY,
         source="PCIe 6.0 x16: 64 GT/s PAM4, FLIT 242/256 usable = 121 GB/s per direction (128 GB/s before FLIT "
-               "overhead, 256 GB/s bidirectional marketing; conflict #10 resolved to 121); hardware.md s4 [S]",
+               "overhead, 256 GB/s bidirectional marketing; 242/256-byte FLITs give 121); PCI-SIG via Wikipedia [S]",
         efficiency_source=_NCCL_PCIE,
     ))
     return links
 
 
 def _nvlink_links() -> list[LinkTech]:
-    """NVLink generations 1-5: GB/s per link per direction and NCCL's per-link figure (hardware.md s2)."""
+    """NVLink generations 1-5: GB/s per link per direction and NCCL's per-link figure (WikiNVLink, NV-NVLink)."""
     table = (
         (1, 20, 18.0, "20 Gb/s NRZ x 8 lanes; P100 4 links = 160 GB/s bidirectional [S]"),
         (2, 25, 20.0, "25 Gb/s NRZ x 8 lanes; V100 6 links = 300 GB/s bidirectional [S]"),
@@ -98,7 +98,7 @@ def _nvlink_links() -> list[LinkTech]:
         LinkTech(
             name=f"nvlink{gen}", kind="nvlink", bw=per_dir * GB, efficiency=nccl / per_dir,
             latency=ONBOARD_LINK_LATENCY,
-            source=f"NVLink {gen}: {per_dir} GB/s per link per direction, {signalling}; hardware.md s2",
+            source=f"NVLink {gen}: {per_dir} GB/s per link per direction, {signalling}; WikiNVLink [S], NV-NVLink [V]",
             efficiency_source=_NCCL_NVLINK,
         )
         for gen, per_dir, nccl, signalling in table
@@ -106,7 +106,7 @@ def _nvlink_links() -> list[LinkTech]:
 
 
 def _network_links() -> list[LinkTech]:
-    """InfiniBand 4x ports (hardware.md s5a) and RoCEv2 Ethernet ports (s6); bw = line rate / 8."""
+    """InfiniBand 4x ports (IB rates, docs/SOURCES.md) and RoCEv2 Ethernet ports (IEEE 802.3); bw = line rate / 8."""
     links = []
     for name, gbps, what in (
         ("ib-edr", 100, "EDR 4x 25.78125 Gb/s, 64b/66b"),
@@ -117,7 +117,7 @@ def _network_links() -> list[LinkTech]:
         links.append(LinkTech(
             name=name, kind="infiniband", bw=gbps_to_bytes(gbps), efficiency=NET_EFFICIENCY,
             latency=CABLE_LINK_LATENCY,
-            source=f"InfiniBand {what}: {gbps} Gb/s data rate per port per direction; hardware.md s5a [S][V]",
+            source=f"InfiniBand {what}: {gbps} Gb/s data rate per port per direction; IBTA roadmap, NVIDIA cabling guide [S][V]",
             efficiency_source=_NET_EXTRAPOLATED.format(what="XDR 800G") if gbps == 800 else _NET,
             line_rate_gbps=float(gbps),
         ))
@@ -125,7 +125,7 @@ def _network_links() -> list[LinkTech]:
         links.append(LinkTech(
             name=f"eth-{gbps}g", kind="ethernet", bw=gbps_to_bytes(gbps), efficiency=NET_EFFICIENCY,
             latency=CABLE_LINK_LATENCY,
-            source=f"{gbps}GbE port carrying RoCEv2 (IEEE 802.3, {gbps} Gb/s per direction; hardware.md s6)",
+            source=f"{gbps}GbE port carrying RoCEv2 (IEEE 802.3, {gbps} Gb/s per direction)",
             efficiency_source=_NET_EXTRAPOLATED.format(what="RoCE Ethernet"),
             line_rate_gbps=float(gbps),
         ))
@@ -143,32 +143,32 @@ def _other_links() -> list[LinkTech]:
             name="nvlink-c2c", kind="nvlink-c2c", bw=c2c, efficiency=10 * 44.712 * GB / c2c,
             latency=ONBOARD_LINK_LATENCY,
             source="NVLink-C2C (Grace<->Hopper/Blackwell): 450 GB/s per direction, 900 GB/s bidirectional, one "
-                   "port per Grace (Klockwood-NVLink [S], hardware.md s2). On GB200 one Grace serves two B200 [S]; "
+                   "port per Grace (Klockwood-NVLink [S]). On GB200 one Grace serves two B200 [S]; "
                    "how the port is shared is left to the topology builder",
-            efficiency_source="NCCL takes C2C bw from NVML (bw per link x count, nccl-model.md s3.3): 10 x 44.712 "
+            efficiency_source="NCCL takes C2C bw from NVML (bw per link x count, src/graph/topo.cc): 10 x 44.712 "
                               "GB/s as `nvidia-smi c2c -s` reports; no maintainer statement of achieved C2C "
                               "bandwidth [U]",
         ),
         LinkTech(
             name="xgmi", kind="xgmi", bw=xgmi, efficiency=48 * GB / xgmi, latency=ONBOARD_LINK_LATENCY,
             source="MI300X Infinity Fabric (xGMI): 16 lanes x 32 Gb/s = 64 GB/s per direction per link, 7 links "
-                   "per GPU = 896 GB/s bidirectional; wheelersnetwork / yobitel [S], hardware.md s1b",
+                   "per GPU = 896 GB/s bidirectional; wheelersnetwork / yobitel [S]",
             efficiency_source="RCCL src/graph/topo.h GFX94X_XGMI_WIDTH 48.0 GB/s per xGMI link for gfx942 "
                               "(MI300X), quoted from RCCL source [S], over 64 GB/s",
         ),
-        # NCCL prices GPU traffic that crosses CPU sockets with fixed SYS bandwidths (nccl-model.md s3.3).
+        # NCCL prices GPU traffic that crosses CPU sockets with fixed SYS bandwidths (src/graph/topo.h).
         # Those are achievable figures, not line rates, so they are stored as bw with efficiency 1.
         LinkTech(
             name="upi", kind="cpu", bw=22 * GB, efficiency=1.0, latency=ONBOARD_LINK_LATENCY,
             source="Intel Sapphire Rapids UPI 2.0 (DGX H100 host: 2x Xeon Platinum 8480C): NCCL SRP_QPI_BW = "
-                   "22 GB/s (topo.h, chosen for cpuid model >= 0x8F; nccl-model.md s3.3). Raw UPI 2.0 is "
+                   "22 GB/s (topo.h, chosen for cpuid model >= 0x8F). Raw UPI 2.0 is "
                    "4 links x 16 GT/s; NCCL's value is what GPU traffic across the sockets gets",
             efficiency_source="bw is already NCCL's achievable socket-to-socket value (efficiency 1.0)",
         ),
         LinkTech(
             name="amd-if", kind="cpu", bw=16 * GB, efficiency=1.0, latency=ONBOARD_LINK_LATENCY,
             source="AMD EPYC socket-to-socket Infinity Fabric (DGX A100 host: 2x EPYC 7742): NCCL AMD_BW = "
-                   "16 GB/s (topo.h; nccl-model.md s3.3), NCCL's achievable value stored as bw",
+                   "16 GB/s (topo.h), NCCL's achievable value stored as bw",
             efficiency_source="bw is already NCCL's achievable socket-to-socket value (efficiency 1.0)",
         ),
     ]

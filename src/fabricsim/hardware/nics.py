@@ -1,14 +1,14 @@
 """Network adapters: ConnectX generations and BlueField-3, in InfiniBand and Ethernet (RoCE) mode.
 
 VPI adapters run either protocol; each mode is its own entry because its port link differs.
-Figures from /work/shared/reference/hardware.md s5d.
+Figures from NVIDIA's ConnectX adapter documentation (NV-ConnectX, docs/SOURCES.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# ConnectX-6 adapter latency '< 600 ns' (NVIDIA CX-6 docs, Lenovo LP1195; hardware.md s5e) [V/S].
+# ConnectX-6 adapter latency '< 600 ns' (NVIDIA CX-6 docs, Lenovo Press LP1195) [V/S].
 # No later generation publishes a figure; the CX-6 value is used for all of them [U].
 _ADAPTER_LATENCY = 600e-9
 _LAT = "; adapter latency 600 ns ('< 600 ns', ConnectX-6 docs [V]; assumed for this generation [U])"
@@ -27,7 +27,7 @@ class NIC:
 
 
 def _nics() -> list[NIC]:
-    cx5 = "ConnectX-5: EDR 100 Gb/s IB or 100GbE, PCIe 3.0 x16 (Gen4 on the Ex variant) [U: not in hardware.md]"
+    cx5 = "ConnectX-5: EDR 100 Gb/s IB or 100GbE, PCIe 3.0 x16 (Gen4 on the Ex variant) [U: NVIDIA ConnectX-5 product brief, not re-checked]"
     cx6 = "ConnectX-6 VPI/EN: HDR 200 Gb/s IB or 200GbE, PCIe 4.0 x16 (docs.nvidia.com ConnectX-6 EN [V])"
     cx7 = "ConnectX-7 VPI: NDR 400 Gb/s IB or 400GbE, PCIe 5.0 x16 (docs.nvidia.com ConnectX7VPI [V])"
     cx8 = ("ConnectX-8 SuperNIC: 800 Gb/s XDR IB, or 2 x 400GbE (twin-plane, NV-B300-RA [V]), PCIe Gen6 through "

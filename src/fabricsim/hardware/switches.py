@@ -1,7 +1,8 @@
 """Switch catalog: NVSwitch chips, InfiniBand / Ethernet switches and PCIe switches.
 
 `ports` counts ports of `port_link` (NVSwitch: NVLink ports; network: logical ports at the full rate;
-PCIe: x16 ports = lanes / 16). Figures from /work/shared/reference/hardware.md s3a, s5b, s6.
+PCIe: x16 ports = lanes / 16). Figures from NV-NVSw3, NV-HGX-A100, NV-GB200-RA (NVSwitch),
+NV-Switches (InfiniBand) and NV-SN5600 (Ethernet); keys in docs/SOURCES.md.
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ def _switches() -> list[Switch]:
                notes="Gen3 consumer and workstation GPU servers (e.g. 2x RTX 2080 Ti behind one switch)"),
         Switch("pcie-switch3-64", "pcie", 4, "pcie3", 150e-9, "none",
                source="PCIe Gen3 switch with four x16 ports (64 lanes, Broadcom/PLX PEX8764 class): a DGX-1 hangs two "
-                      "GPUs and one EDR NIC under each of its 4 PCIe switches with a x16 host uplink (hardware.md s7a, "
-                      "servethehome HC32 [S]); P100 / V100 and the Broadwell host are PCIe Gen3 x16 (hardware.md s1b); "
+                      "GPUs and one EDR NIC under each of its 4 PCIe switches with a x16 host uplink (STH-HC32 "
+                      "[S]); P100 / V100 and the Broadwell host are PCIe Gen3 x16 (WikiNVLink, Klockwood [S]); "
                       "the exact part is not verified [U]; 150 ns as the PLX Gen3 family [U]",
                notes="DGX-1 P100 / V100"),
         Switch("pcie-switch4", "pcie", 6, "pcie4", 105e-9, "none",
@@ -95,8 +96,8 @@ def _switches() -> list[Switch]:
         Switch("cx8-pcie-switch", "pcie", 3, "pcie6", 115e-9, "none",
                source="the PCIe Gen6 switch inside a ConnectX-8 SuperNIC: 48 lanes = 3 x16 ports (GPU, the NIC, host "
                       "uplink); one CX-8 per GPU in HGX / DGX B300 and GB300 NVL72 (docs.nvidia.com ConnectX-8 release "
-                      "notes [V]; acecloud, rillor [S]; hardware.md s5d), the B300's host link runs Gen6 through it "
-                      "(Klockwood-B300 [S], hardware.md s1b, conflict #11); port-to-port latency not published, the "
+                      "notes [V]; acecloud, rillor [S]), the B300's host link runs Gen6 through it "
+                      "(Klockwood-B300 [S]; the B200 die's Gen6 runs Gen5 on HGX B200 hosts); port-to-port latency not published, the "
                       "Gen5 switch's 115 ns assumed [U]; the x86 host side of the uplink is not verified [U]",
                notes="DGX B300: 8 per node, each with one GPU and its CX-8 NIC"),
     ]

@@ -1,6 +1,6 @@
 """NCCL's topology XML: what `NCCL_TOPO_DUMP_FILE` writes and the files vendors ship for `NCCL_TOPO_FILE`.
 
-Elements and attributes as NCCL's src/graph/xml.cc reads and writes them (nccl-model.md §3.1):
+Elements and attributes as NCCL's src/graph/xml.cc reads and writes them (ncclTopoGetSystem in src/graph/topo.cc):
 `<system>` > `<cpu numaid arch vendor>` > `<pci busid class link_speed link_width>` (nested for PCIe
 switches) > `<gpu dev sm gdr>` (> `<nvlink target count tclass>`) or `<nic>` > `<net name speed port gdr>`.
 PCI classes (PCI-SIG class codes, as NCCL's xml.cc matches them): 0x0604 PCI bridge, 0x03xx display /

@@ -2,7 +2,7 @@
 
 Each variable either changes the prediction (a spec variant or the tuner's candidates) or is refused or
 ignored with a note saying why. Semantics from NCCL's environment-variable documentation
-(docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html) and nccl-model.md §3.4:
+(docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html) and src/graph/paths.cc:
 - NCCL_ALGO / NCCL_PROTO: lists (Ring, Tree, NVLS, NVLSTree, CollNetDirect, CollNetChain, PAT / LL, LL128,
   Simple), '^' excludes, 'allreduce:ring,tree;allgather:ring' sets them per collective (NCCL 2.24+).
 - NCCL_NVLS_ENABLE 0 off, 1 on, 2 (default) on where supported; NCCL_COLLNET_ENABLE 1 turns SHARP on.
@@ -21,14 +21,9 @@ from dataclasses import dataclass, replace
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.spec import ClusterSpec
+from fabricsim.vocab import P2P_COLLECTIVES, parse_algorithms, parse_protocols
 
-_ALGOS = {"ring": ("ring",), "tree": ("tree",), "nvls": ("nvls",), "nvlstree": ("nvls_tree",),
-          "collnetdirect": ("collnet_direct",), "collnetchain": ("collnet_chain",),
-          "collnet": ("collnet_direct", "collnet_chain"), "pat": ("pat",)}
-_PROTOS = {"ll": "ll", "ll128": "ll128", "simple": "simple"}
-_COLL_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-               "broadcast": "broadcast", "reduce": "reduce"}
-_P2P_OPS = ("alltoall", "sendrecv")  # NCCL point-to-point: NCCL_ALGO / NCCL_PROTO do not choose their algorithm
+_P2P_OPS = P2P_COLLECTIVES  # NCCL point-to-point: NCCL_ALGO / NCCL_PROTO do not choose their algorithm
 _GDR_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS")
 MODELLED = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_P2P_DISABLE",
             "NCCL_SHM_DISABLE", "NCCL_NET_GDR_LEVEL", "NCCL_IB_HCA", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
@@ -46,39 +41,14 @@ class NcclEnv:
     applied: tuple[str, ...]  # 'NAME=value' of the variables read, in MODELLED order
 
 
-def _for_collective(name: str, text: str, collective: str) -> str | None:
-    """The list part for this collective of 'allreduce:a,b;allgather:c', or the whole text when not per-op."""
-    if ":" not in text:
-        return text
-    for part in text.split(";"):
-        coll, sep, rest = part.partition(":")
-        if not sep:
-            raise FabricsimError(f"{name}={text!r}: mix of per-collective ('allreduce:ring') and plain entries; "
-                                 "use one form")
-        key = coll.strip().lower()
-        if key not in _COLL_NAMES:
-            raise FabricsimError(f"{name}: unknown collective '{coll.strip()}': use {', '.join(_COLL_NAMES)}")
-        if _COLL_NAMES[key] == collective:
-            return rest
-    return None
-
-
-def _names(name: str, text: str, table: dict, collective: str) -> list[str] | None:
-    part = _for_collective(name, text, collective)
-    if part is None or not part.strip():
-        return None
-    body = part.strip()
-    neg = body.startswith("^")
-    out: list[str] = []
-    for tok in body.lstrip("^").split(","):
-        key = tok.strip().lower()
-        if key not in table:
-            raise FabricsimError(f"{name}: unknown value '{tok.strip()}': use some of "
-                                 f"{', '.join(sorted(table))} (case-insensitive, '^' to exclude)")
-        vals = table[key]
-        out += list(vals) if isinstance(vals, tuple) else [vals]
-    out = list(dict.fromkeys(out))
-    return ["^" + a for a in out] if neg else out
+def _names(name: str, text: str, parse, collective: str) -> list[str] | None:
+    """NCCL_ALGO / NCCL_PROTO for this collective (vocab's parser: lists, '^', per-collective form) in fabricsim names,
+    '^' on the first when excluded; None: no restriction."""
+    try:
+        selection = parse(text, collective)
+    except FabricsimError as err:
+        raise FabricsimError(f"{name}: {err}") from None
+    return selection.spec().split(",") if selection else None
 
 
 def _switch_shares(spec: ClusterSpec) -> bool:
@@ -114,10 +84,10 @@ def apply_env(spec: ClusterSpec, collective: str, environ: dict[str, str]) -> Nc
             notes.append(f"NCCL_ALGO ignored: {collective} is a point-to-point operation in NCCL, which NCCL_ALGO "
                          "does not choose")
         else:
-            algos = _names("NCCL_ALGO", environ["NCCL_ALGO"], _ALGOS, collective)
+            algos = _names("NCCL_ALGO", environ["NCCL_ALGO"], parse_algorithms, collective)
             notes.append(f"NCCL_ALGO={environ['NCCL_ALGO']}: candidates {', '.join(algos) if algos else 'unchanged'}")
     if "NCCL_PROTO" in environ:
-        protos = _names("NCCL_PROTO", environ["NCCL_PROTO"], _PROTOS, collective)
+        protos = _names("NCCL_PROTO", environ["NCCL_PROTO"], parse_protocols, collective)
         notes.append(f"NCCL_PROTO={environ['NCCL_PROTO']}: protocols {', '.join(protos) if protos else 'unchanged'}")
     nvls = environ.get("NCCL_NVLS_ENABLE")
     if nvls is not None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fabricsim.reports.nccltests_table import PerfRow, format_table
 
-NCCL_TESTS_VERSION = "2.19.6"  # the release whose layout nccl-model.md §4.2 sets out (the header above is its)
+NCCL_TESTS_VERSION = "2.19.6"  # the release whose layout (src/util.cu) the header above follows
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,10 @@ def predict_like_log(predict, log_rows: list[ParsedRow]) -> list[PerfRow]:
             out[i] = row
     return [r for r in out if r is not None]
 
+# A measured time beyond this is no measurement (nccl-tests times one call of a size): the row is skipped, as an
+# inf time is, rather than let a time like 1e308 us overflow the error.
+MAX_TIME_US = 1e12
+
 
 @dataclass(frozen=True)
 class CompareRow:
@@ -124,7 +128,7 @@ def measured_placement(row: ParsedRow, placement: str):
 def comparable(rows: list[ParsedRow], placement: str) -> tuple[list[ParsedRow], list[tuple[int, str]]]:
     """Split log rows into those with something to compare and (size, reason) for the rest: a row with
     count 0 moved no data (its time is launch overhead only), a row without a time has no measurement, and a
-    row with an inf / nan / negative time or bandwidth is malformed."""
+    row with an inf / nan / negative time or bandwidth, or a time over MAX_TIME_US, is malformed."""
     name = "out-of-place" if placement == "out" else "in-place"
     kept, skipped = [], []
     for row in rows:
@@ -133,6 +137,9 @@ def comparable(rows: list[ParsedRow], placement: str) -> tuple[list[ParsedRow], 
             skipped.append((row.size_bytes, f"{'count' if row.count == 0 else 'size'} 0: no data moved"))
         elif place is not None and not all(math.isfinite(v) and v >= 0 for v in (place.time_us, place.algbw, place.busbw)):
             skipped.append((row.size_bytes, "non-finite or negative time/bandwidth"))
+        elif place is not None and place.time_us > MAX_TIME_US:
+            skipped.append((row.size_bytes, f"time {place.time_us:g} us is longer than any benchmark run "
+                                            f"({MAX_TIME_US:g} us, 11.6 days)"))
         elif place is None or place.time_us == 0:
             skipped.append((row.size_bytes, f"no {name} time in the log"))
         else:

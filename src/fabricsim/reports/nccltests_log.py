@@ -5,7 +5,7 @@ v2.9, `cputime`, `-I 1` per-iteration columns, fabricsim's extra algo/proto/chan
 are never guessed from column counts when a header is there. MPI / srun prefixes (mpirun
 `--tag-output` tags also inside a row), interleaved NCCL INFO lines, comments whose `#` a log viewer
 stripped, blocks without their title row and several runs in one file are read as the calibration
-logs carry them (nccl-model.md §4.2; tests/reports/fixtures/README.md).
+logs carry them (nccl-tests src/util.cu; tests/reports/fixtures/README.md).
 """
 
 from __future__ import annotations
@@ -118,7 +118,8 @@ def _row(cols: list[str], tokens: list[str]) -> ParsedRow | None:
         t = _num(values[f"{p}.time"])
         if t is None:
             return None
-        return Placement(t, _num(values[f"{p}.algbw"]) or 0.0, _num(values[f"{p}.busbw"]) or 0.0,
+        # a header may lack algbw (found by fuzzing: a KeyError before); it is recomputed from size and time anyway
+        return Placement(t, _num(values.get(f"{p}.algbw", "N/A")) or 0.0, _num(values[f"{p}.busbw"]) or 0.0,
                          _num(values[f"{p}.wrong"]) if f"{p}.wrong" in values else None)
 
     root = values.get("root")

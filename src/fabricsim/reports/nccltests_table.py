@@ -2,7 +2,7 @@
 
 Predictions print like a measurement so they can be diffed against real logs; `#wrong` shows `N/A`
 (nccl-tests' `-c 0` spelling) because nothing was validated. Size/count conventions follow
-nccl-tests' `*GetBw` / `*GetCollByteCount` (nccl-model.md §4.1).
+nccl-tests' `*GetBw` / `*GetCollByteCount` (src/<coll>.cu).
 """
 
 from __future__ import annotations
@@ -12,18 +12,10 @@ import io
 import json
 from dataclasses import dataclass
 
-from fabricsim.engine.result import BUSBW_FACTOR
 from fabricsim.errors import FabricsimError
-
-# Element sizes of nccl-tests' type names (src/common.cu test_typenames).
-DTYPE_SIZES = {"int8": 1, "uint8": 1, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "half": 2, "float": 4,
-               "double": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
-
-# nccl-tests busBw factor per test (src/<coll>.cu GetBw) and how its size column relates to `count`.
-_TOTAL_IS_PER_RANK_TIMES_N = {"all_gather", "reduce_scatter", "alltoall", "gather", "scatter"}
-COLLECTIVES = ("all_reduce", "all_gather", "alltoall", "broadcast", "gather", "reduce", "reduce_scatter", "scatter",
-               "sendrecv")
-ROOTED = {"broadcast", "reduce", "gather", "scatter"}
+# nccl-tests' collectives, type names (DTYPE_SIZES), rooted tests, and the bus factors and size conventions
+# (src/<coll>.cu GetBw / GetCollByteCount) live in the vocabulary.
+from fabricsim.vocab import DTYPE_SIZES, NCCL_TESTS_COLLECTIVES as COLLECTIVES, ROOTED, SIZE_IS_TOTAL, bus_factor  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -62,23 +54,13 @@ def _check(collective: str) -> str:
     return collective
 
 
-def bus_factor(collective: str, nranks: int) -> float:
-    """busBw / algBw as nccl-tests computes it: 2(n-1)/n for all_reduce, (n-1)/n for the gathers/scatters."""
-    _check(collective)
-    if nranks < 1:
-        raise FabricsimError(f"nranks {nranks} is not positive: give the number of GPUs in the communicator")
-    if collective in BUSBW_FACTOR:
-        return BUSBW_FACTOR[collective](nranks)
-    return (nranks - 1) / nranks  # gather / scatter (nccl-tests src/gather.cu, scatter.cu)
-
-
 def count_for(collective: str, size_bytes: int, nranks: int, elem_size: int) -> int:
     """nccl-tests' per-rank `count` column for a `size` column: the size is the whole buffer for
     all_gather / reduce_scatter (and per peer x n for alltoall / gather / scatter)."""
     _check(collective)
     if elem_size < 1 or nranks < 1:
         raise FabricsimError("count_for: elem_size and nranks must be >= 1")
-    per = elem_size * (nranks if collective in _TOTAL_IS_PER_RANK_TIMES_N else 1)
+    per = elem_size * (nranks if collective in SIZE_IS_TOTAL else 1)
     return size_bytes // per
 
 

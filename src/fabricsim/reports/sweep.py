@@ -18,16 +18,15 @@ import numpy as np
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.nccltests_table import DTYPE_SIZES, ROOTED, PerfRow, count_for
 from fabricsim.units import MAX_BYTES
+# nccl-tests' -o names; its size column is the whole buffer for SIZE_IS_TOTAL; it prints the redop for REDUCING only
+from fabricsim.vocab import REDUCING, REDUCTION_OPS as REDOPS, SIZE_IS_TOTAL
 
 Progress = Callable[[int, int], None]  # (steps done, steps in all): a caller's progress display
 
 COST_MODELS = ("fabricsim", "nccl")
 LEVELS = ("flow", "analytical")
 LIBRARIES = ("nccl", "all")
-REDOPS = ("sum", "prod", "min", "max", "avg")
 MAX_SWEEP_SIZES = 4096
-_SIZED_BY_TOTAL = {"all_gather", "reduce_scatter", "alltoall"}  # nccl-tests' size column is the whole buffer
-_REDUCING = {"all_reduce", "reduce_scatter", "reduce"}  # nccl-tests prints the redop for these, 'none' otherwise
 
 
 def sizes(minbytes: int, maxbytes: int, factor: float | None = None, step: int | None = None) -> list[int]:
@@ -50,8 +49,10 @@ def sizes(minbytes: int, maxbytes: int, factor: float | None = None, step: int |
         out.append(size)
         if size == maxbytes:
             break
-        nxt = size + step if step is not None else int(size * (factor or 2))
-        size = nxt if nxt > size else size + 1
+        grown = size + step if step is not None else size * (factor or 2)  # a float: a huge -f overflows nothing
+        if grown > maxbytes:
+            break
+        size = int(grown) if int(grown) > size else size + 1
         if len(out) > MAX_SWEEP_SIZES:
             raise FabricsimError(f"the sweep has more than {MAX_SWEEP_SIZES} sizes: use a larger -f or -i")
     return out
@@ -138,13 +139,13 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
     proto_list = list(protos) if protos else None
     system = nccl_model.system_from_topology(topo, ranks=ranks) if cost_model == "nccl" else None
     r = root if collective in ROOTED else -1
-    op = redop if collective in _REDUCING else "none"
+    op = redop if collective in REDUCING else "none"
     out = []
     if progress is not None:
         progress(0, len(size_list))
     for i, size in enumerate(size_list):
         count = count_for(collective, size, n, elem)
-        nbytes = count * elem * (n if collective in _SIZED_BY_TOTAL else 1)
+        nbytes = count * elem * (n if collective in SIZE_IS_TOTAL else 1)
         if nbytes == 0:  # fewer bytes than one element: NCCL returns at once for a count of 0, nothing moves
             out.append(Point(PerfRow(0, 0, dtype, op, r, 0.0, 0.0, 0.0, "none", "none", 0, "none"), None))
         elif system is not None:
@@ -219,9 +220,9 @@ def explain(topo, ranks: np.ndarray, collective: str, points: Sequence[Point],
 
 def fabricsim_algo(nccl_name: str) -> str:
     """NCCL's algorithm name (NVLSTree, CollNetDirect) in fabricsim's spelling (nvls_tree, collnet_direct)."""
-    from fabricsim.tuner.select import _NCCL_GRAPH
+    from fabricsim.vocab import NCCL_ALGO_NAMES
 
-    back = {v.lower(): k for k, v in _NCCL_GRAPH.items()}
+    back = {v.lower(): k for k, v in NCCL_ALGO_NAMES.items()}
     return back.get(nccl_name.lower(), nccl_name.lower())
 
 

@@ -22,9 +22,8 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import Schedule
+from fabricsim.vocab import COLLECTIVES, REDUCING  # noqa: F401  (importers of layout use them)
 
-COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall", "sendrecv")
-REDUCING = ("all_reduce", "reduce_scatter", "reduce")
 DATA, RECV, SCRATCH = 0, 1, 2
 
 

@@ -6,20 +6,11 @@ from functools import lru_cache
 
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import alltoall, hierarchical, innet, logstep, ring, trees
-from fabricsim.schedules.layout import COLLECTIVES
 from fabricsim.schedules.model import Schedule
 from fabricsim.schedules.structure import Structure, flat
+from fabricsim.vocab import ALGORITHMS_BY_COLLECTIVE, COLLECTIVES
 
-ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "all_reduce": ("ring", "tree", "rabenseifner", "recursive_doubling", "hierarchical", "nvls", "nvls_tree",
-                   "collnet_direct", "collnet_chain"),
-    "reduce_scatter": ("ring", "bruck", "pat", "nvls"),
-    "all_gather": ("ring", "recursive_doubling", "bruck", "pat", "nvls"),
-    "broadcast": ("ring",),
-    "reduce": ("ring",),
-    "alltoall": ("direct", "pairwise", "pxn"),
-    "sendrecv": ("direct",),
-}
+ALGORITHMS: dict[str, tuple[str, ...]] = ALGORITHMS_BY_COLLECTIVE  # collective -> what fabricsim schedules (vocab)
 
 # All-to-all moves a distinct block between every pair: n(n-1) transfers. Up to this many ranks they are all
 # listed (and timed flow by flow); beyond, direct and PXN list one node's blocks and rotate them node by node

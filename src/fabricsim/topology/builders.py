@@ -23,8 +23,8 @@ from fabricsim.topology.model import DeviceKind, Topology
 from fabricsim.topology.spec import ClusterSpec
 
 # DGX-1 hybrid cube-mesh GPU pairs and NVLink multiplicity, keyed by NVLinks per GPU.
-# Source: hardware.md §3c (DGX-1 V100 whitepaper via iitr.ac.in; `nvidia-smi topo -m` dump of
-# a DGX-1V in Microway's tech tip). P100 (4 links): every cube edge + 2 face diagonals, single.
+# Source: NV-DGX1-WP (the DGX-1 V100 whitepaper) and a DGX-1V `nvidia-smi topo -m` dump in Microway's tech tip
+# (Microway-topo, docs/SOURCES.md). P100 (4 links): every cube edge + 2 face diagonals, single.
 _CUBE_MESH = {
     4: [(0, 1, 1), (0, 2, 1), (0, 3, 1), (0, 4, 1), (1, 2, 1), (1, 3, 1), (1, 5, 1), (2, 3, 1),
         (2, 6, 1), (3, 7, 1), (4, 5, 1), (4, 6, 1), (5, 7, 1), (4, 7, 1), (5, 6, 1), (6, 7, 1)],

@@ -2,7 +2,7 @@
 
 Pure index arithmetic (numpy), no devices: `builders` turns the plan into devices and links.
 
-Rules (NVIDIA DGX SuperPOD reference architectures, hardware.md §7b/§7c):
+Rules (NVIDIA DGX SuperPOD reference architectures NV-H100-RA / NV-B200-RA, docs/SOURCES.md):
 - leaf: down ports D, uplinks U = ceil(D / oversubscription); D + U never exceeds the radix.
 - rail-optimised: within a scalable unit (SU), NIC rail k of every node goes to the leaf (group)
   of rail k (a cluster smaller than one SU is that partial SU); non-rail-optimised: NIC ports fill

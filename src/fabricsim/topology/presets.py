@@ -1,6 +1,7 @@
 """Named cluster presets: PRESETS[name] = (one-line description, fn(nodes=None, gpus=None) -> ClusterSpec).
 
-Figures and layouts come from hardware.md (§1b, §3, §5, §7); where a layout detail is a common
+Figures and layouts come from NVIDIA's user guides, NVSwitch documents and SuperPOD reference architectures
+(keys in docs/SOURCES.md); where a layout detail is a common
 server design rather than a vendor document it is marked [U].
 """
 
@@ -73,7 +74,7 @@ def _rack(preset: str, base: ClusterSpec, default_racks: int = 1) -> Callable[..
 
 def _pcie(name, gpu, switch, nic, gbps, nics, p2p, gpudirect) -> ClusterSpec:
     # 8 GPUs behind 4 PCIe switches (2 GPUs + NIC per switch, 2 switches per socket): a common
-    # 4U 8-GPU PCIe server layout [U]; scale-out RoCE on Spectrum-4 SN5600 (hardware.md §6).
+    # 4U 8-GPU PCIe server layout [U]; scale-out RoCE on Spectrum-4 SN5600 (NV-SN5600).
     return ClusterSpec(name=name, gpu=gpu, nodes=1, gpus_per_node=8, scaleup="pcie", domain_size=8,
                        nics_per_node=nics, nic=nic, nic_gbps=gbps, fabric="roce", p2p=p2p, gpudirect=gpudirect,
                        pcie_switches_per_node=4, pcie_switch=switch, leaf_switch="sn5600", spine_switch="sn5600")
@@ -82,7 +83,7 @@ def _pcie(name, gpu, switch, nic, gbps, nics, p2p, gpudirect) -> ClusterSpec:
 def _dgx(name, gpu, chips, nic, gbps, switch, pcie_switch="pcie-switch5", su_nodes=32, pcie_switches=4,
          **kw) -> ClusterSpec:
     # DGX/HGX 8-GPU board: one NIC per GPU on the GPU's PCIe switch (4 switches, 2 GPUs + 2 NICs each,
-    # DGX H100 user guide port map, hardware.md §7a), rail-optimised InfiniBand (NV-H100-RA, §7c).
+    # DGX H100 user guide port map, NV-H100-UG), rail-optimised InfiniBand (NV-H100-RA).
     return ClusterSpec(name=name, gpu=gpu, nodes=1, gpus_per_node=8, scaleup="nvswitch", domain_size=8,
                        nvswitch_chips=chips, nics_per_node=8, nic=nic, nic_gbps=gbps, fabric="infiniband",
                        rail_optimized=True, pcie_switches_per_node=pcie_switches, pcie_switch=pcie_switch,
@@ -91,7 +92,7 @@ def _dgx(name, gpu, chips, nic, gbps, switch, pcie_switch="pcie-switch5", su_nod
 
 def _nvl72(name, gpu, nic, gbps, switch, su_nodes=144) -> ClusterSpec:
     # GB200/GB300 NVL72 rack: 18 compute trays of 4 GPUs + 2 Grace, 18 NVLink 5 switch chips (9 trays x 2),
-    # each GPU 1 link to each chip; 4 NICs per tray, 1 per GPU, on the Grace side (NV-GB200-UG, hardware.md §3b, §7a).
+    # each GPU 1 link to each chip; 4 NICs per tray, 1 per GPU, on the Grace side (NV-GB200-UG).
     # SU = 8 racks = 144 trays = 576 GPUs (NV-GB200-RA, §7b).
     return ClusterSpec(name=name, gpu=gpu, nodes=18, gpus_per_node=4, scaleup="nvl72", domain_size=72,
                        nvswitch_chips=18, nics_per_node=4, nic=nic, nic_gbps=gbps, fabric="infiniband",
@@ -100,7 +101,7 @@ def _nvl72(name, gpu, nic, gbps, switch, su_nodes=144) -> ClusterSpec:
 
 
 # DGX-1: hybrid cube-mesh, 4 PCIe Gen3 switches (2 GPUs + 1 NIC each), one EDR 100G NIC per 2 GPUs
-# (servethehome HC32, hardware.md §7a); P100 / V100 host links are Gen3 x16 (§1b).
+# (STH-HC32); P100 / V100 host links are Gen3 x16 (WikiNVLink, Klockwood).
 _DGX1 = dict(gpus_per_node=8, nodes=1, scaleup="nvlink-mesh", domain_size=8, nics_per_node=4, nic="cx5",
              nic_gbps=100.0, fabric="infiniband", pcie_switches_per_node=4, pcie_switch="pcie-switch3-64",
              leaf_switch="sb7800", spine_switch="sb7800")
@@ -120,7 +121,7 @@ PRESETS: dict[str, tuple[str, Callable[..., ClusterSpec]]] = {
                   _server("dgx1-p100", ClusterSpec(name="dgx1-p100", gpu="P100", **_DGX1))),
     "dgx1-v100": ("DGX-1 V100: NVLink 2 hybrid cube-mesh (6 links/GPU), 4x EDR 100G (1 per 2 GPUs)",
                   _server("dgx1-v100", ClusterSpec(name="dgx1-v100", gpu="V100", **_DGX1))),
-    # DGX A100: 6 NVSwitch2, 8x CX-6 HDR 200G, SU = 20 nodes [U] (hardware.md §7a, §7b); NVSwitch2 has no NVLS.
+    # DGX A100: 6 NVSwitch2, 8x CX-6 HDR 200G, SU = 20 nodes [U] (STH-HC32; the DGX A100 SuperPOD RA's 20-node SU is widely quoted, not read); NVSwitch2 has no NVLS.
     "dgx-a100": ("DGX A100: 8x A100 on 6 NVSwitch2, 8x HDR 200G rail-optimised (QM8700)",
                  _server("dgx-a100", _dgx("dgx-a100", "A100-80GB", 6, "cx6", 200.0, "qm8700",
                                           pcie_switch="pcie-switch4", su_nodes=20))),
@@ -132,8 +133,8 @@ PRESETS: dict[str, tuple[str, Callable[..., ClusterSpec]]] = {
                  _server("hgx-h800", replace(_H100, name="hgx-h800", gpu="H800"))),
     "dgx-b200": ("DGX B200: 8x B200 on 2 NVSwitch4 (18 NVLink5 each), 8x NDR 400G rail-optimised (QM9700)",
                  _server("dgx-b200", _B200)),
-    # DGX B300: 8x CX-8 XDR 800G on Quantum-X800 Q3400 (NV-B300-RA XDR variant, hardware.md §7a/§7b); each GPU on
-    # the PCIe Gen6 switch inside its own CX-8 (hardware.md §1b, §5d).
+    # DGX B300: 8x CX-8 XDR 800G on Quantum-X800 Q3400 (NV-B300-RA XDR variant); each GPU on
+    # the PCIe Gen6 switch inside its own CX-8 (NV-ConnectX, Klockwood-B300).
     "dgx-b300": ("DGX B300: 8x B300 on 2 NVSwitch4, 8x CX-8 XDR 800G rail-optimised (Q3400), PCIe Gen6 through each CX-8",
                  _server("dgx-b300", _dgx("dgx-b300", "B300", 2, "cx8", 800.0, "q3400", su_nodes=72,
                                           pcie_switch="cx8-pcie-switch", pcie_switches=8, nvls=True))),
@@ -141,10 +142,10 @@ PRESETS: dict[str, tuple[str, Callable[..., ClusterSpec]]] = {
                     _rack("gb200-nvl72", _GB200)),
     "gb300-nvl72": ("GB300 NVL72: 72 GPUs/rack, 18 NVSwitch4 chips, CX-8 XDR 800G per GPU (Q3400); nodes = trays",
                     _rack("gb300-nvl72", _nvl72("gb300-nvl72", "GB300", "cx8", 800.0, "q3400"))),
-    # NV-H100-RA: SU = 32 nodes, 8 rails, 2-level up to 4 SU, core tier above (hardware.md §7b).
+    # NV-H100-RA: SU = 32 nodes, 8 rails, 2-level up to 4 SU, core tier above.
     "superpod-h100": ("DGX H100 SuperPOD: SU = 32 nodes, 8 rails, NDR 400G; 2-level to 4 SU, 3-level above",
                       _superpod("superpod-h100", replace(_H100, name="superpod-h100"), 4)),
-    # NV-B200-RA: 2-level to 8 SU (64 leaves on 64-port spines), core tier from 16 SU (hardware.md §7b).
+    # NV-B200-RA: 2-level to 8 SU (64 leaves on 64-port spines), core tier from 16 SU.
     "superpod-b200": ("DGX B200 SuperPOD: SU = 32 nodes, 8 rails, NDR 400G; core layer from 16 SU",
                       _superpod("superpod-b200", replace(_B200, name="superpod-b200"), None)),
     "superpod-gb200": ("DGX GB200 SuperPOD: SU = 8 NVL72 racks (576 GPUs), NDR 400G, one CX-7 per GPU",

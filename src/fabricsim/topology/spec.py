@@ -1,25 +1,34 @@
 """`ClusterSpec`: the YAML-able description of a cluster that `build()` turns into a Topology.
 
-Plain data: every field is a scalar so a spec round-trips through YAML exactly. Checks run on
-construction, so a spec that exists is well-formed (types, positive numbers, known catalog parts).
+Plain data: every field is a scalar so a spec round-trips through YAML exactly. Each field's type carries its
+range (the schema `fabricsim schema cluster` prints); checks run on construction, so a spec that exists is
+well-formed (types, ranges, cross-field rules, known catalog parts), whether read from a file or built in code.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Literal, get_args
 
-from fabricsim import hardware
+from msgspec import Meta
+
+from fabricsim import hardware, inputs
 from fabricsim.errors import FabricsimError
 
-SCALEUPS = ("nvswitch", "nvlink-mesh", "nvl72", "pcie")
-FABRICS = ("infiniband", "roce", "none")
-HOST_CPUS = ("x86", "grace")
-ROUTINGS = ("ecmp", "adaptive")
+Scaleup = Literal["nvswitch", "nvlink-mesh", "nvl72", "pcie"]
+Fabric = Literal["infiniband", "roce", "none"]
+HostCpu = Literal["x86", "grace"]
+Routing = Literal["ecmp", "adaptive"]
+SCALEUPS, FABRICS, HOST_CPUS, ROUTINGS = (get_args(t) for t in (Scaleup, Fabric, HostCpu, Routing))
+
+# Bounds: beyond every built or planned system, and what keeps a topology's arrays small and exact.
 MAX_GPUS = 1 << 21  # 2,097,152: beyond every planned cluster; bounds memory (a 131k-GPU topology takes ~0.2 GiB)
-# Fields where 0 is meaningful: no NICs (and so no NIC speed), GPUs on CPU root ports, no NVSwitch.
-_ZERO_OK = {"nics_per_node", "nic_gbps", "pcie_switches_per_node", "nvswitch_chips"}
+MAX_PER_NODE = 1024  # GPUs, NICs, PCIe switches or CPUs in one server or tray (servers carry 8-16 GPUs and NICs)
+MAX_NVSWITCH_CHIPS = 4096  # per NVLink domain (GB200 NVL72 has 18); the topology counts them in int16
+MAX_NIC_GBPS = 10_000.0  # Gb/s per NIC port: over 10x the fastest port in the catalog (CX-8, 800 Gb/s)
+MAX_OVERSUBSCRIPTION = 1000.0  # leaf down:up bandwidth ratio
 
 
 @dataclass(frozen=True)
@@ -40,38 +49,38 @@ class ClusterSpec:
     over all paths: InfiniBand adaptive routing, Spectrum-X packet spraying).
     """
 
-    name: str
-    gpu: str
-    nodes: int
-    gpus_per_node: int
-    scaleup: str
-    domain_size: int
-    nics_per_node: int = 0
-    nic: str = ""
-    nic_gbps: float = 0.0
-    fabric: str = "none"
-    levels: int | str = "auto"
-    oversubscription: float = 1.0
-    rail_optimized: bool = False
-    sharp: bool = False
-    gpudirect: bool = True
-    nvls: bool = False
-    pcie_switches_per_node: int = 0
-    pcie_switch: str = ""
-    p2p: bool = True
-    su_nodes: int = 32
-    leaf_switch: str = ""
-    spine_switch: str = ""
-    nvswitch_chips: int = 0
-    cpus_per_node: int = 2
-    host_cpu: str = "x86"
-    routing: str = "ecmp"
+    name: Annotated[str, Meta(min_length=1, description="cluster name, printed in every report")]
+    gpu: Annotated[str, Meta(min_length=1, description="catalog GPU, e.g. H100, B200, GB200")]
+    nodes: Annotated[int, Meta(ge=1, le=MAX_GPUS, description="servers, or compute trays for nvl72")]
+    gpus_per_node: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="GPUs per server or tray")]
+    scaleup: Annotated[Scaleup, Meta(description="how GPUs of one NVLink domain connect")]
+    domain_size: Annotated[int, Meta(ge=1, le=MAX_GPUS, description="GPUs per NVLink domain (nvl72: several trays)")]
+    nics_per_node: Annotated[int, Meta(ge=0, le=MAX_PER_NODE, description="scale-out NICs per server or tray")] = 0
+    nic: Annotated[str, Meta(description="catalog NIC, e.g. cx7 ('' without NICs)")] = ""
+    nic_gbps: Annotated[float, Meta(ge=0, le=MAX_NIC_GBPS, description="line rate used per NIC port, Gb/s")] = 0.0
+    fabric: Annotated[Fabric, Meta(description="scale-out network")] = "none"
+    levels: Annotated[Literal[1, 2, 3, "auto"], Meta(description="fat-tree tiers, or auto")] = "auto"
+    oversubscription: Annotated[float, Meta(gt=0, le=MAX_OVERSUBSCRIPTION,
+                                            description="leaf down:up bandwidth ratio")] = 1.0
+    rail_optimized: Annotated[bool, Meta(description="rail k of a scalable unit on leaf k")] = False
+    sharp: Annotated[bool, Meta(description="IB SHARP reductions for collectives (NCCL CollNet)")] = False
+    gpudirect: Annotated[bool, Meta(description="GPUDirect RDMA between GPU and NIC")] = True
+    nvls: Annotated[bool, Meta(description="NVLink SHARP reductions in the NVSwitch")] = False
+    pcie_switches_per_node: Annotated[int, Meta(ge=0, le=MAX_PER_NODE,
+                                                description="PCIe switches per server (0: GPUs on root ports)")] = 0
+    pcie_switch: Annotated[str, Meta(description="catalog PCIe switch, e.g. pcie-switch5")] = ""
+    p2p: Annotated[bool, Meta(description="GPU peer-to-peer over PCIe allowed")] = True
+    su_nodes: Annotated[int, Meta(ge=1, le=MAX_GPUS, description="nodes per scalable unit")] = 32
+    leaf_switch: Annotated[str, Meta(description="catalog leaf switch, e.g. qm9700")] = ""
+    spine_switch: Annotated[str, Meta(description="catalog spine (and core) switch")] = ""
+    nvswitch_chips: Annotated[int, Meta(ge=0, le=MAX_NVSWITCH_CHIPS,
+                                        description="NVSwitch chips per NVLink domain (0: none)")] = 0
+    cpus_per_node: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="CPU sockets per server or tray")] = 2
+    host_cpu: Annotated[HostCpu, Meta(description="host CPU kind")] = "x86"
+    routing: Annotated[Routing, Meta(description="fat-tree routing: ecmp (one hashed path) or adaptive")] = "ecmp"
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            _check_type(f.name, getattr(self, f.name), f.type)
-            if f.type == "float":  # store ints given for float fields as floats (exact YAML round trip)
-                object.__setattr__(self, f.name, float(getattr(self, f.name)))
+        inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
         _check_values(self)
 
     def to_yaml(self) -> str:
@@ -82,78 +91,17 @@ class ClusterSpec:
 
     @classmethod
     def from_yaml(cls, text_or_path: str | Path) -> ClusterSpec:
-        """Parse YAML text or a .yaml/.yml file; every problem is one FabricsimError."""
-        import yaml
-
-        where, text = _read(text_or_path)
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
-            line = f" line {mark.line + 1}" if mark is not None else ""
-            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-            raise FabricsimError(f"{where}{line}: malformed YAML ({problem}): fix the syntax there") from None
-        if not isinstance(data, dict):
-            raise FabricsimError(f"{where}: expected a mapping of cluster fields (name: ..., gpu: ..., nodes: ...)")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(str(k) for k in data if k not in known)
-        if unknown:
-            raise FabricsimError(f"{where}: unknown key(s) {', '.join(unknown)}: valid keys are {', '.join(sorted(known))}")
-        required = [f.name for f in fields(cls) if f.default is dataclasses.MISSING and f.name not in data]
-        if required:
-            raise FabricsimError(f"{where}: missing key(s) {', '.join(required)}: add them to the cluster file")
-        try:
-            return cls(**data)
-        except FabricsimError as err:
-            raise FabricsimError(f"{where}: {err}") from None
-
-
-def _read(text_or_path: str | Path) -> tuple[str, str]:
-    """(label for messages, YAML text) from a path or literal YAML text."""
-    if isinstance(text_or_path, Path) or (
-        "\n" not in text_or_path and str(text_or_path).endswith((".yaml", ".yml"))
-    ):
-        path = Path(text_or_path)
-        try:
-            return str(path), path.read_text()
-        except OSError as err:
-            raise FabricsimError(f"cannot read cluster file {path}: {err.strerror}; check the path") from None
-        except UnicodeDecodeError:
-            raise FabricsimError(f"cluster file {path} is not UTF-8 text: give a YAML cluster file") from None
-    return "cluster YAML", str(text_or_path)
-
-
-def _check_type(name: str, value: object, typ: str) -> None:
-    ok = {
-        "str": isinstance(value, str),
-        "int": isinstance(value, int) and not isinstance(value, bool),
-        "float": isinstance(value, (int, float)) and not isinstance(value, bool),
-        "bool": isinstance(value, bool),
-        "int | str": (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str),
-    }[typ]
-    if not ok:
-        want = {"int | str": "1, 2, 3 or 'auto'", "float": "a number"}.get(typ, f"a {typ}")
-        raise FabricsimError(f"cluster field '{name}' is {value!r} ({type(value).__name__}): it must be {want}")
-
-
-def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise FabricsimError(f"cluster field '{name}' is '{value}': use one of {', '.join(allowed)}")
+        """Parse YAML text or a .yaml/.yml file; every problem is one FabricsimError naming the file and field."""
+        if isinstance(text_or_path, Path) or ("\n" not in text_or_path and text_or_path.endswith((".yaml", ".yml"))):
+            where, text = str(text_or_path), inputs.read_text(text_or_path, "cluster file")
+        else:
+            where, text = "cluster YAML", str(text_or_path)
+        return inputs.convert(inputs.parse_yaml(text, where), cls, where,
+                              " (`fabricsim schema cluster` prints every field)")
 
 
 def _check_values(s: ClusterSpec) -> None:
-    for f in fields(s):
-        v = getattr(s, f.name)
-        if f.type in ("int", "float") and (v < 0 or (v == 0 and f.name not in _ZERO_OK)):
-            raise FabricsimError(f"cluster field '{f.name}' is {v}: it must be {'>= 0' if f.name in _ZERO_OK else '> 0'}")
-    if not s.name:
-        raise FabricsimError("cluster field 'name' is empty: give the cluster a name")
-    _one_of("scaleup", s.scaleup, SCALEUPS)
-    _one_of("fabric", s.fabric, FABRICS)
-    _one_of("host_cpu", s.host_cpu, HOST_CPUS)
-    _one_of("routing", s.routing, ROUTINGS)
-    if s.levels not in (1, 2, 3, "auto"):
-        raise FabricsimError(f"cluster field 'levels' is {s.levels!r}: use 1, 2, 3 or 'auto'")
+    """Checks across fields and against the hardware catalog (each field's own type and range: the annotations)."""
     hardware.get_gpu(s.gpu)
     if s.scaleup == "nvl72":
         if s.domain_size % s.gpus_per_node:

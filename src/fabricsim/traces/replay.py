@@ -24,10 +24,10 @@ from fabricsim.topology.model import Topology
 from fabricsim.traces.chakra import TraceNode
 from fabricsim.training.efficiency import default_efficiency
 from fabricsim.tuner.select import best
+from fabricsim.vocab import SIZE_IS_TOTAL
 
-# nccl-tests' size column is the whole buffer for these (the per-rank count is size / element / ranks,
-# src/<coll>.cu *GetCollByteCount), one rank's buffer for the others.
-_SIZED_BY_TOTAL = ("all_gather", "reduce_scatter", "alltoall")
+# nccl-tests' size column is the whole buffer for vocab.SIZE_IS_TOTAL (the per-rank count is size / element /
+# ranks, src/<coll>.cu *GetCollByteCount), one rank's buffer for the others.
 _COMM = ("coll", "send", "recv")
 
 
@@ -147,7 +147,7 @@ class _Timer:
             if n == 1:
                 self.cache[key] = (0.0, "none", "none", 0, nbytes)
             else:
-                per = 4 * (n if collective in _SIZED_BY_TOTAL else 1)  # float elements, as fabricsim perf
+                per = 4 * (n if collective in SIZE_IS_TOTAL else 1)  # float elements, as fabricsim perf
                 timed = nbytes // per * per
                 if timed == 0:
                     raise FabricsimError(f"{collective} of {nbytes} B on {n} ranks is less than one float per rank: "

@@ -21,16 +21,37 @@ step really does (causal and windowed attention, recompute, Flash-Attention's ba
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Annotated, Literal
 
-import yaml
+from msgspec import Meta
 
+from fabricsim import inputs
 from fabricsim.errors import FabricsimError
 
 CONVENTIONS = ("megatron", "megatron-bridge", "mosaic", "narayanan", "6n")
+
+# Bounds of a model file's fields, each far beyond published models. Layers bound the layout search too: it
+# tries every pipeline depth up to the layer count.
+MAX_LAYERS = 10_000  # 10x the deepest transformer trained (DeepNet, 1,000 layers: Wang et al. 2022, arXiv:2203.00555)
+MAX_WIDTH = 1 << 20  # hidden, head and low-rank widths: 57x the widest published (18,432: Nemotron-4 340B, PaLM 540B)
+MAX_FFN = 1 << 22  # 57x the widest published FFN (73,728: Nemotron-4 340B)
+MAX_VOCAB = 1 << 24  # 65x the largest published vocabulary (256,000: Nemotron-4, Gemma)
+MAX_SEQ = 1 << 27  # 13x the longest published context (10M tokens: Gemini 1.5 report, arXiv:2403.05530)
+MAX_HEADS = 1 << 16
+MAX_EXPERTS = 1 << 20  # PEER's 1,048,576 experts (He 2024, arXiv:2407.04153), the most published
+
+
+Layers = Annotated[int, Meta(ge=1, le=MAX_LAYERS)]
+Width = Annotated[int, Meta(ge=1, le=MAX_WIDTH)]
+OptionalWidth = Annotated[int, Meta(ge=0, le=MAX_WIDTH)]  # 0: not used / derived
+Heads = Annotated[int, Meta(ge=1, le=MAX_HEADS)]
+Ffn = Annotated[int, Meta(ge=0, le=MAX_FFN)]
+Experts = Annotated[int, Meta(ge=1, le=MAX_EXPERTS)]
+Count = Annotated[int, Meta(ge=0, le=MAX_EXPERTS)]  # shared experts, router groups
+LayerCount = Annotated[int, Meta(ge=0, le=MAX_LAYERS)]
 
 
 @dataclass(frozen=True)
@@ -47,34 +68,39 @@ class ModelSpec:
     SwiGLU; FLOP conventions that count gating only for SiLU read it).
     """
 
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    ffn: int
-    vocab: int
-    seq: int
-    experts: int = 1
-    top_k: int = 1
-    moe_ffn: int = 0
-    shared_experts: int = 0
-    dense_layers: int = -1  # leading dense layers of an MoE model; -1: all layers dense when experts == 1, none otherwise
+    name: Annotated[str, Meta(min_length=1)]
+    layers: Layers
+    hidden: Width
+    heads: Heads
+    kv_heads: Heads
+    ffn: Ffn
+    vocab: Annotated[int, Meta(ge=1, le=MAX_VOCAB)]
+    seq: Annotated[int, Meta(ge=1, le=MAX_SEQ)]
+    experts: Experts = 1
+    top_k: Experts = 1
+    moe_ffn: Ffn = 0
+    shared_experts: Count = 0
+    # leading dense layers of an MoE model; -1: all dense when experts == 1, none otherwise
+    dense_layers: Annotated[int, Meta(ge=-1, le=MAX_LAYERS)] = -1
     gated: bool = True  # SwiGLU-style FFN with 3 matrices instead of 2
     tied_embeddings: bool = False
-    head_dim: int = 0  # 0: hidden // heads
-    q_lora_rank: int = 0
-    kv_lora_rank: int = 0
-    rope_dim: int = 0
-    v_head_dim: int = 0
-    window: int = 0  # sliding-window width in tokens (0: full causal attention)
-    windowed_layers: int = 0  # how many layers use the sliding window
-    mtp_layers: int = 0  # DeepSeek-V3 multi-token prediction modules
-    activation: str = "silu"  # silu (SwiGLU) | gelu | quick-gelu | squared-relu
-    dropout: float = 0.0  # hidden / attention dropout: its masks are saved for the backward (1 byte an element)
-    router_groups: int = 0  # group-limited routing: experts in this many groups (DeepSeek-V3 n_group)
-    router_group_topk: int = 0  # ... of which a token uses this many (topk_group)
+    head_dim: OptionalWidth = 0  # 0: hidden // heads
+    q_lora_rank: OptionalWidth = 0
+    kv_lora_rank: OptionalWidth = 0
+    rope_dim: OptionalWidth = 0
+    v_head_dim: OptionalWidth = 0
+    window: Annotated[int, Meta(ge=0, le=MAX_SEQ)] = 0  # sliding-window width in tokens (0: full causal attention)
+    windowed_layers: LayerCount = 0  # how many layers use the sliding window
+    mtp_layers: LayerCount = 0  # DeepSeek-V3 multi-token prediction modules
+    activation: Literal["silu", "gelu", "quick-gelu", "squared-relu"] = "silu"  # silu: SwiGLU
+    dropout: Annotated[float, Meta(ge=0, lt=1)] = 0.0  # hidden / attention dropout: masks kept for the backward (1 B each)
+    router_groups: Count = 0  # group-limited routing: experts in this many groups (DeepSeek-V3 n_group)
+    router_group_topk: Count = 0  # ... of which a token uses this many (topk_group)
     source: str = ""
+
+    def __post_init__(self) -> None:
+        inputs.check_fields(self, "model")
+        _check(self)
 
     @property
     def is_moe(self) -> bool:
@@ -189,6 +215,18 @@ class ModelSpec:
         return 12.0 * self.layers * self.hidden * (seq or self.seq)
 
 
+def _check(m: ModelSpec) -> None:
+    """Checks across fields (each field's own type and range: the annotations)."""
+    if m.heads % m.kv_heads:
+        raise FabricsimError(f"heads ({m.heads}) must be a multiple of kv_heads ({m.kv_heads})")
+    if m.is_moe and (m.moe_ffn < 1 or m.top_k > m.experts):
+        raise FabricsimError(f"an MoE model needs moe_ffn >= 1 and top_k <= experts ({m.experts})")
+    if m.n_dense_layers > m.layers:
+        raise FabricsimError(f"dense_layers ({m.dense_layers}) exceeds layers ({m.layers})")
+    if not m.is_moe and m.ffn < 1:
+        raise FabricsimError("a dense model needs ffn >= 1")
+
+
 def _m(**kw) -> ModelSpec:
     return ModelSpec(**kw)
 
@@ -232,7 +270,7 @@ MODELS: dict[str, ModelSpec] = {
            gated=False, tied_embeddings=True, activation="gelu",
            source="Narayanan et al. 2021 (arXiv:2104.04473) Table 1, 1008B row; NVIDIA/Megatron-LM examples/academic_paper_scripts/sc21/"
                   "run_table_1.sh (1T: 128 layers, hidden 25600, 160 heads) and CONFIG.sh (seq 2048, GPT-2 BPE vocab padded to 51,200)"),
-        # Architectures of the published training benchmarks in shared/calibration (used by validation.training).
+        # Architectures of the published training benchmarks of the calibration set (used by validation.training).
         _m(name="gpt3-5b", layers=24, hidden=4096, heads=32, kv_heads=32, ffn=16384, vocab=50257, seq=2048, gated=False, tied_embeddings=True,
            activation="gelu", dropout=0.1,
            source="NeMo-Framework-Launcher conf/training/gpt3/5b.yaml (24 layers, hidden 4096, ffn 16384, 32 heads, hidden and attention dropout 0.1)"),
@@ -260,50 +298,11 @@ MODELS: dict[str, ModelSpec] = {
     )
 }
 
-_FIELDS = {f.name: f for f in dataclasses.fields(ModelSpec)}
-_REQUIRED = [f.name for f in dataclasses.fields(ModelSpec) if f.default is dataclasses.MISSING and f.name != "name"]
-
-
 def model_from_dict(data: dict, origin: str) -> ModelSpec:
-    """Build and check a ModelSpec from plain data (one YAML document)."""
-    if not isinstance(data, dict):
-        raise FabricsimError(f"{origin}: a model file must be a mapping of fields, e.g. 'layers: 32'")
-    unknown = sorted(set(data) - set(_FIELDS))
-    if unknown:
-        raise FabricsimError(f"{origin}: unknown field(s) {', '.join(unknown)}: allowed fields are {', '.join(_FIELDS)}")
-    missing = [k for k in _REQUIRED if k not in data]
-    if missing:
-        raise FabricsimError(f"{origin}: missing field(s) {', '.join(missing)}: add them (see the built-in models for examples)")
-    values = dict(data)
-    values.setdefault("name", Path(origin).stem)
-    for key, value in values.items():
-        kind = _FIELDS[key].type
-        if kind == "int":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise FabricsimError(f"{origin}: field '{key}' must be a whole number, got {value!r}")
-            if value < 0 and key != "dense_layers":
-                raise FabricsimError(f"{origin}: field '{key}' is negative ({value}): use a value >= 0")
-        elif kind == "bool" and not isinstance(value, bool):
-            raise FabricsimError(f"{origin}: field '{key}' must be true or false, got {value!r}")
-        elif kind == "str" and not isinstance(value, str):
-            values[key] = str(value)
-    spec = ModelSpec(**values)
-    _check(spec, origin)
-    return spec
-
-
-def _check(m: ModelSpec, origin: str) -> None:
-    for key in ("layers", "hidden", "heads", "kv_heads", "vocab", "seq", "experts", "top_k"):
-        if getattr(m, key) < 1:
-            raise FabricsimError(f"{origin}: field '{key}' must be at least 1")
-    if m.heads % m.kv_heads:
-        raise FabricsimError(f"{origin}: heads ({m.heads}) must be a multiple of kv_heads ({m.kv_heads})")
-    if m.is_moe and (m.moe_ffn < 1 or m.top_k > m.experts):
-        raise FabricsimError(f"{origin}: an MoE model needs moe_ffn >= 1 and top_k <= experts ({m.experts})")
-    if m.n_dense_layers > m.layers:
-        raise FabricsimError(f"{origin}: dense_layers ({m.dense_layers}) exceeds layers ({m.layers})")
-    if not m.is_moe and m.ffn < 1:
-        raise FabricsimError(f"{origin}: a dense model needs ffn >= 1")
+    """Build and check a ModelSpec from plain data (one YAML document); `name` defaults to the file's stem."""
+    if isinstance(data, dict) and "name" not in data:
+        data = {**data, "name": Path(origin).stem}
+    return inputs.convert(data, ModelSpec, origin, " (`fabricsim schema model` prints every field)")
 
 
 def load_model(name_or_path: str) -> ModelSpec:
@@ -313,14 +312,4 @@ def load_model(name_or_path: str) -> ModelSpec:
     path = Path(name_or_path)
     if not path.is_file():
         raise FabricsimError(f"unknown model '{name_or_path}': use a built-in ({', '.join(MODELS)}) or a path to a YAML model file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise FabricsimError(f"{path}: malformed YAML{where}: {getattr(err, 'problem', err)}; fix the syntax") from None
-    except UnicodeDecodeError:
-        raise FabricsimError(f"model file {path} is not UTF-8 text: give a YAML model file") from None
-    except OSError as err:
-        raise FabricsimError(f"cannot read model file {path}: {err.strerror}; check the path") from None
-    return model_from_dict(data, str(path))
+    return model_from_dict(inputs.parse_yaml(inputs.read_text(path, "model file"), str(path)), str(path))

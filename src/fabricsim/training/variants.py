@@ -8,7 +8,7 @@ from fabricsim import hardware
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.spec import ClusterSpec
 
-NVL72_TRAY_GPUS, NVL72_DOMAIN, NVL72_SWITCH_CHIPS = 4, 72, 18  # GB200 NVL72: 18 trays x 4 GPUs, 18 NVSwitch chips (hardware.md s3a)
+NVL72_TRAY_GPUS, NVL72_DOMAIN, NVL72_SWITCH_CHIPS = 4, 72, 18  # GB200 NVL72: 18 trays x 4 GPUs, 18 NVSwitch chips (NV-GB200-UG)
 
 
 def _pcie(s: ClusterSpec) -> ClusterSpec:
@@ -18,7 +18,7 @@ def _pcie(s: ClusterSpec) -> ClusterSpec:
 def _xdr(s: ClusterSpec) -> ClusterSpec:
     if s.fabric == "none":
         raise FabricsimError(f"cluster {s.name} has no scale-out fabric to upgrade to XDR: drop 'xdr' from --compare")
-    # ConnectX-8 800 Gb/s XDR with Quantum-X800 Q3400 switches (hardware.md s5d, s7b DGX B300 XDR); Ethernet: SN5600 800G.
+    # ConnectX-8 800 Gb/s XDR with Quantum-X800 Q3400 switches (NV-ConnectX, NV-B300-RA XDR variant); Ethernet: SN5600 800G.
     if s.fabric == "infiniband":
         return replace(s, nic="cx8", nic_gbps=800.0, leaf_switch="q3400", spine_switch="q3400")
     return replace(s, nic="cx8-eth", nic_gbps=800.0, leaf_switch="sn5600", spine_switch="sn5600")

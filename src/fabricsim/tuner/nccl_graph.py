@@ -3,7 +3,7 @@
 NCCL searches paths GPU by GPU and subtracts each channel's bandwidth from every link it crosses.
 Here the same control flow (speed arrays, pass 1 / dup / pass 2, best-graph comparison) runs
 against a closed-form capacity oracle per pattern: how many channels of a given per-channel
-bandwidth fit on a GPU's NVLink/PCIe and on the node's NICs (nccl-model.md §3.5).
+bandwidth fit on a GPU's NVLink/PCIe and on the node's NICs (src/graph/search.cc ncclTopoCompute).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class NcclSystem:
     ppn: int
     compcap: int
     nvlink_bw_per_gpu: float = 0.0
-    pcie_bw: float = 24.0  # Gen4 x16 as NCCL counts it: width 16 x code 120 / 80 (topo.cc; nccl-model.md §3.3)
+    pcie_bw: float = 24.0  # Gen4 x16 as NCCL counts it: width 16 x code 120 / 80 (topo.cc)
     nic_bw: float = 0.0
     nics_per_node: int = 0
     has_nvswitch: bool = False

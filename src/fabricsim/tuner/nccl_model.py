@@ -1,8 +1,7 @@
 """NCCL 2.30.7's own cost model: the latency/bandwidth table and the per-call algorithm choice.
 
 A line-by-line reimplementation of `ncclTopoTuneModel` / `ncclTopoGetAlgoTime` (src/graph/tuning.cc)
-and the selection in src/enqueue.cc (`updateCollCostTable`, `topoGetAlgoInfo`), as described in
-/work/shared/reference/nccl-model.md §2. It tells what NCCL *would pick* and how fast NCCL *thinks*
+and the selection in src/enqueue.cc (`updateCollCostTable`, `topoGetAlgoInfo`). It tells what NCCL *would pick* and how fast NCCL *thinks*
 it is, which is what `--model nccl` and `--explain` show next to fabricsim's own engine.
 """
 
@@ -16,23 +15,14 @@ from fabricsim.errors import FabricsimError
 from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner.nccl_graph import NcclGraph, NcclSystem, comm_channels, nvls_channels, search_graphs
 from fabricsim.tuner.nccl_system import system_from_topology
+from fabricsim.vocab import (NCCL_ALGO_NAMES, NCCL_PROTO_NAMES, NCCL_TUNED_ALGOS, REDUCING, parse_algorithms,
+                             parse_protocols)
 
 __all__ = ["NcclSystem", "NcclChoice", "nccl_table", "nccl_predict", "system_from_topology", "ALGO_NAMES", "PROTO_NAMES"]
 
-# Public (fabricsim) names -> NCCL names.
-ALGO_NAMES = {
-    "tree": "Tree", "ring": "Ring", "collnet_direct": "CollNetDirect", "collnet_chain": "CollNetChain",
-    "nvls": "NVLS", "nvls_tree": "NVLSTree", "pat": "PAT",
-}
-PROTO_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
-# Algorithms the cost model prices per collective (tuning.cc:292-304 skip list).
-COLL_ALGOS = {
-    "broadcast": ("Ring",),
-    "reduce": ("Ring",),
-    "all_gather": ("Ring", "CollNetDirect", "NVLS", "PAT"),
-    "reduce_scatter": ("Ring", "CollNetDirect", "NVLS", "PAT"),
-    "all_reduce": ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree"),
-}
+# fabricsim -> NCCL names of algorithms and protocols, and the algorithms the cost model prices per collective
+# (tuning.cc:292-304 skip list, NCCL_ALGO_* order): all in vocab.
+ALGO_NAMES, PROTO_NAMES, COLL_ALGOS = NCCL_ALGO_NAMES, NCCL_PROTO_NAMES, NCCL_TUNED_ALGOS
 _PATH_ORDER = {name: i for i, name in enumerate(K.PATH_TYPES)}
 
 
@@ -199,23 +189,14 @@ def nccl_table(system: NcclSystem, collective: str) -> dict[tuple[str, str], tup
     return dict(_table(system, _collective(collective)))
 
 
-def _allowed(spec, names: dict[str, str], kind: str) -> set[str] | None:
-    """NCCL_ALGO / NCCL_PROTO semantics: a name, a comma list or a sequence; '^' excludes the listed ones."""
-    if spec is None:
+def _allowed(selection, names: dict[str, str], kind: str) -> set[str] | None:
+    """The NCCL names an NCCL_ALGO / NCCL_PROTO-style selection (vocab's parser) allows; None: no restriction."""
+    if selection is None:
         return None
-    items = spec.split(",") if isinstance(spec, str) else list(spec)
-    items = [str(i).strip() for i in items if str(i).strip()]
-    negate = bool(items) and items[0].startswith("^")
-    if negate:
-        items[0] = items[0][1:]
-    lookup = dict(names) | {v.lower(): v for v in names.values()}
-    chosen = set()
-    for item in items:
-        key = item.lower()
-        if key not in lookup:
-            raise FabricsimError(f"unknown {kind} '{item}': use one of {', '.join(names)}")
-        chosen.add(lookup[key])
-    return set(names.values()) - chosen if negate else chosen
+    foreign = [n for n in selection.names if n not in names]
+    if foreign and not selection.exclude:
+        raise FabricsimError(f"{', '.join(foreign)} is not an NCCL {kind}: NCCL's model knows {', '.join(names)}")
+    return {names[n] for n in selection.apply(names)}
 
 
 def _time_us(system: NcclSystem, coll: str, algo: str, proto: str, lat: float, bw: float, nbytes: int,
@@ -274,17 +255,16 @@ def _exec_channels(system: NcclSystem, algo: str, proto: str, nbytes: int, n_cha
 
 
 # NVLS reduces in the NVSwitch only Sum / Min / Max on 32- and 64-bit integers, half and bfloat16, and Sum on float
-# and double (src/device/generate.py, which must match ncclNvlsSupported(); nccl-model.md s1.2). Other reductions
+# and double (src/device/generate.py, which must match ncclNvlsSupported()). Other reductions
 # (prod, avg) and types (8-bit integers, FP8) fall back to the other algorithms. Names are nccl-tests' -d / -o names.
 NVLS_REDUCE_TYPES = {"sum": {"int32", "uint32", "int64", "uint64", "half", "bfloat16", "float", "double"},
                      "min": {"int32", "uint32", "int64", "uint64", "half", "bfloat16"},
                      "max": {"int32", "uint32", "int64", "uint64", "half", "bfloat16"}}
-_REDUCING = ("all_reduce", "reduce_scatter", "reduce")
 
 
 def nvls_reduces(collective: str, redop: str = "sum", dtype: str = "float") -> bool:
     """Whether NCCL's NVLS / NVLSTree can run this call: any call that does not reduce, or a supported (op, type)."""
-    return collective not in _REDUCING or dtype in NVLS_REDUCE_TYPES.get(redop, ())
+    return collective not in REDUCING or dtype in NVLS_REDUCE_TYPES.get(redop, ())
 
 
 def nccl_predict(system: NcclSystem, collective: str, nbytes: int, algo=None, proto=None,
@@ -296,8 +276,8 @@ def nccl_predict(system: NcclSystem, collective: str, nbytes: int, algo=None, pr
     coll = _collective(collective)
     if nbytes <= 0:
         raise FabricsimError(f"message size {nbytes} B is not positive: give a size of at least 1 byte")
-    algos = _allowed(algo, ALGO_NAMES, "algorithm")
-    protos = _allowed(proto, PROTO_NAMES, "protocol")
+    algos = _allowed(parse_algorithms(algo, coll), ALGO_NAMES, "algorithm")
+    protos = _allowed(parse_protocols(proto, coll), PROTO_NAMES, "protocol")
     table = dict(_table(system, coll, protos is not None and "LL128" in protos))
     if not nvls_reduces(coll, redop, dtype):
         table.update({k: None for k in table if k[0] in ("NVLS", "NVLSTree")})

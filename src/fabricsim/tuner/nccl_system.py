@@ -1,6 +1,6 @@
 """Build the NcclSystem NCCL's tuner would see from a fabricsim Topology.
 
-Link bandwidths are re-expressed the way NCCL's topology code counts them (nccl-model.md §3.3):
+Link bandwidths are re-expressed the way NCCL's topology code counts them (src/graph/topo.h, topo.cc):
 NVLink = links x ncclTopoNVLinkBw(compcap), PCIe x16 = width x code / 80, NIC = speed_Mbps / 8000.
 """
 

@@ -1,7 +1,7 @@
 """The topology-aware tuner: time every applicable (algorithm, protocol) with the engine, pick the fastest.
 
 What NCCL would run is the default candidate set (`library='nccl'`): NCCL's algorithms (Ring, Tree, NVLS,
-NVLSTree, CollNetDirect, CollNetChain, PAT) under NCCL's own applicability rules (nccl-model.md §1.2, §2.6):
+NVLSTree, CollNetDirect, CollNetChain, PAT) under NCCL's own applicability rules (src/device/generate.py, tuning.cc:292-304, enqueue.cc):
 LL and LL128 exist only for Ring and Tree; NVLS/NVLSTree/CollNet/PAT run Simple only; NVLSTree needs
 more than one NVLink domain; PAT needs one GPU per node. `library='all'` adds fabricsim's other schedules
 (Rabenseifner, recursive doubling, Bruck, hierarchical, pairwise, ...). `algos` / `protos` force a choice
@@ -18,26 +18,18 @@ import numpy as np
 
 from fabricsim import schedules
 from fabricsim.engine import Job, simulate
-from fabricsim.engine.protocols import PROTOCOLS
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
 from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner import nccl_graph, nccl_model
+from fabricsim.vocab import (ALGORITHMS, NCCL_ALGORITHMS_BY_COLLECTIVE, P2P_COLLECTIVES, PROTOCOLS, Selection,
+                             parse_algorithms, parse_protocols)
 
-# NCCL's algorithms per collective (src/device/generate.py algos_of_coll; nccl-model.md §1.2). AllToAll and
-# SendRecv are NCCL point-to-point operations: all pairs at once, through PXN on rail-optimised fabrics.
-NCCL_ALGOS = {
-    "all_reduce": ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"),
-    "all_gather": ("ring", "nvls", "collnet_direct", "pat"),
-    "reduce_scatter": ("ring", "nvls", "collnet_direct", "pat"),
-    "broadcast": ("ring",),
-    "reduce": ("ring",),
-    "alltoall": ("pxn", "direct"),
-    "sendrecv": ("direct",),
-}
-# Protocols other than Simple exist only for Ring and Tree (generate.py required_cuda; tuning.cc).
-_LL_ALGOS = {"ring", "tree"}
+# NCCL's algorithms per collective (src/device/generate.py algos_of_coll). AllToAll and SendRecv are NCCL
+# point-to-point operations: all pairs at once, through PXN on rail-optimised fabrics. Protocols other than
+# Simple exist only for Ring and Tree (vocab.ALGORITHMS[..].protocols).
+NCCL_ALGOS = NCCL_ALGORITHMS_BY_COLLECTIVE
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,7 +54,7 @@ def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str 
     applicable = schedules.applicable(collective, structure)
     if library == "nccl":
         algos = [a for a in NCCL_ALGOS[collective] if a in applicable]
-        if "pat" in algos and structure.ranks_per_node > 1:  # ncclPatEnable: nNodes == nRanks (nccl-model.md §1.3)
+        if "pat" in algos and structure.ranks_per_node > 1:  # ncclPatEnable (tuning.cc): nNodes == nRanks
             algos.remove("pat")
         if collective == "alltoall" and "pxn" in algos and not topo.features.get("rail_optimized"):
             algos.remove("pxn")
@@ -72,45 +64,38 @@ def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str 
         algos = list(applicable)
     else:
         raise FabricsimError(f"unknown library '{library}': use 'nccl' (what NCCL runs) or 'all' (every fabricsim schedule)")
-    return [(a, p) for a in algos for p in PROTOCOLS if p == "simple" or a in _LL_ALGOS]
+    return [(a, p) for a in algos for p in ALGORITHMS[a].protocols]
 
 
-def _filter(pairs: list[tuple[str, str]], algos, protos, collective: str) -> list[tuple[str, str]]:
+def _filter(pairs: list[tuple[str, str]], algos: Selection | None, protos: Selection | None,
+            collective: str) -> list[tuple[str, str]]:
+    """The pairs NCCL_ALGO / NCCL_PROTO-style selections allow; an error only when none is left."""
     if algos:
-        # As NCCL_ALGO: a list of allowed algorithms ('^a,b': all but these); an error only when none applies.
         offered = sorted({p[0] for p in pairs})
-        if algos[0].startswith("^"):
-            excluded = {a.lstrip("^") for a in algos}
-            algos = [a for a in dict.fromkeys(p[0] for p in pairs) if a not in excluded]
-            if not algos:
-                raise FabricsimError(f"--algo ^{','.join(sorted(excluded))} excludes every algorithm that applies to "
-                                     f"{collective} here ({', '.join(offered)}): leave at least one")
-        kept = [p for p in pairs if p[0] in algos]
+        kept = [p for p in pairs if algos.keeps(p[0])]
+        if not kept and algos.exclude:
+            raise FabricsimError(f"--algo {algos.spec()} excludes every algorithm that applies to {collective} here "
+                                 f"({', '.join(offered)}): leave at least one")
         if not kept:
-            raise FabricsimError(
-                f"algorithm {', '.join(algos)} does not apply to {collective} on this cluster; "
-                f"applicable: {', '.join(offered)}")
+            raise FabricsimError(f"algorithm {', '.join(algos.names)} does not apply to {collective} on this cluster; "
+                                 f"applicable: {', '.join(offered)}")
         pairs = kept
     if protos:
-        if protos[0].startswith("^"):  # as NCCL_PROTO: '^ll,ll128' = all but these
-            excluded = {p.lstrip("^") for p in protos}
-            protos = [p for p in PROTOCOLS if p not in excluded]
-            if not protos or excluded - set(PROTOCOLS):
-                raise FabricsimError(f"--proto ^{','.join(sorted(excluded))} must exclude some, not all, of ll, ll128, simple")
-        bad = [p for p in protos if p not in PROTOCOLS]
-        if bad:
-            raise FabricsimError(f"unknown protocol {', '.join(bad)}: use ll, ll128 or simple")
-        kept = [p for p in pairs if p[1] in protos]
+        if not protos.apply(PROTOCOLS):
+            raise FabricsimError(f"--proto {protos.spec()} excludes every protocol: exclude some, not all, of "
+                                 f"{', '.join(PROTOCOLS)}")
+        kept = [p for p in pairs if protos.keeps(p[1])]
         if not kept:
             raise FabricsimError(
-                f"protocol {', '.join(protos)} does not apply to algorithm(s) {', '.join(sorted({p[0] for p in pairs}))}: "
-                "LL and LL128 exist only for ring and tree")
+                f"protocol --proto {protos.spec()} leaves none that applies to algorithm(s) "
+                f"{', '.join(sorted({p[0] for p in pairs}))}: LL and LL128 exist only for ring and tree")
         pairs = kept
     return pairs
 
 
 def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | None = None, elem_size: int = 4,
-         algos: list[str] | None = None, protos: list[str] | None = None, level: str = "flow",
+         algos: str | list[str] | Selection | None = None, protos: str | list[str] | Selection | None = None,
+         level: str = "flow",
          library: str = "nccl", root: int = 0, nccl_version: tuple[int, int] | None = None,
          redop: str = "sum", dtype: str = "float") -> Choice:
     """Time every candidate with the engine and return the fastest (ties: candidate order).
@@ -119,12 +104,13 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     network peer); None: the NCCL release fabricsim's constants follow (NCCL_VERSION). `redop` / `dtype`
     (nccl-tests names) rule out NVLS where the NVSwitch cannot reduce them (nccl_model.nvls_reduces)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
+    algos, protos = parse_algorithms(algos, collective), parse_protocols(protos, collective)
     # A forced list may name any fabricsim schedule; an exclusion ('^nvls') narrows the library's own candidates.
-    forced = bool(algos) and not algos[0].startswith("^")
+    forced = algos is not None and not algos.exclude
     pairs = candidates(topo, collective, ranks, "all" if forced else library)
     if not nccl_model.nvls_reduces(collective, redop, dtype):
         pairs = [p for p in pairs if p[0] not in ("nvls", "nvls_tree")]
-        if not pairs or (forced and not any(p[0] in algos for p in pairs)):
+        if not pairs or (forced and not any(algos.keeps(p[0]) for p in pairs)):
             raise FabricsimError(f"NVLS cannot reduce {redop} on {dtype} (the NVSwitch reduces sum/min/max on 32/64-bit "
                                  "integers, half and bfloat16, and sum on float and double): choose another algorithm, "
                                  "operation or type")
@@ -165,8 +151,6 @@ def _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root,
     return res, job
 
 
-# NCCL runs SendRecv and AllToAll as point-to-point operations (ncclSend/ncclRecv, enqueue.cc p2p schedule).
-P2P_COLLECTIVES = ("sendrecv", "alltoall")
 NCCL_VERSION = (2, 30)  # the release fabricsim's NCCL constants are read from (v2.30.7)
 # NCCL_P2P_PER_CHANNEL_NET_BW default, GB/s -> B/s: what one p2p channel moves over the network. NCCL sizes
 # its network p2p channels by it (src/graph/paths.cc ncclTopoGetNchannels, v2.29.2 .. v2.30.7).
@@ -208,12 +192,6 @@ def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version: tuple[int,
     while version >= (2, 20) and remote * system.n_ranks > comm * 4 and remote > 1:
         remote //= 2
     return min(_pow2_up(min(local, remote)), p2p)
-
-
-# fabricsim algorithm -> the NCCL search graph whose channels it runs on; the others (schedules NCCL
-# does not implement, point-to-point) run on Ring's channels.
-_NCCL_GRAPH = {"ring": "Ring", "tree": "Tree", "nvls": "NVLS", "nvls_tree": "NVLSTree",
-               "collnet_direct": "CollNetDirect", "collnet_chain": "CollNetChain", "pat": "PAT"}
 
 
 def _rails(topo: Topology, structure: schedules.Structure) -> int:
@@ -279,7 +257,7 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
                  structure: schedules.Structure) -> tuple[int, int]:
     """(channels the schedule is built with, channels the engine runs).
 
-    The engine runs the channels of NCCL's own graph search for this algorithm (nccl-model.md §3.5),
+    The engine runs the channels of NCCL's own graph search for this algorithm (src/graph/search.cc ncclTopoCompute),
     which its per-channel caps multiply (tuning.cc). A ring or tree over several nodes is built with
     one channel per NIC rail so its channels leave each node on different NICs, as NCCL's do;
     Broadcast and Reduce run on the ring graph's channels (a chain along each ring), so they too. On a
@@ -288,7 +266,8 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     """
     system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes())
     graphs = nccl_graph.search_graphs(system)
-    channels = graphs[_NCCL_GRAPH.get(algo, "Ring")].n_channels or graphs["Ring"].n_channels
+    graph = ALGORITHMS[algo].graph if algo in ALGORITHMS else "Ring"  # NCCL's graph for it; others run on Ring's
+    channels = graphs[graph].n_channels or graphs["Ring"].n_channels
     rails = _rails(topo, structure)
     sched = 1
     if algo == "ring":

@@ -9,21 +9,22 @@ the size (or the sweep whose peak it reports), the algorithm the source forced a
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Literal
 
+import msgspec
 import numpy as np
+from msgspec import Meta, Struct
 
-from fabricsim import hardware
+from fabricsim import hardware, inputs
 from fabricsim.calibration_data import default_path
 from fabricsim.errors import FabricsimError
-from fabricsim.schedules.layout import COLLECTIVES
 from fabricsim.topology.presets import preset_spec
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.units import MAX_BYTES, parse_size
+from fabricsim.vocab import COLLECTIVES, parse_algorithms
 
 
 # GPU (catalog name) -> the preset of the server it ships in.
@@ -31,13 +32,6 @@ SERVER_PRESET = {
     "H100": "dgx-h100", "H200": "hgx-h200", "H800": "hgx-h800", "A100-80GB": "dgx-a100", "A100-40GB": "dgx-a100",
     "B200": "dgx-b200", "B300": "dgx-b300", "GB200": "gb200-nvl72", "GB300": "gb300-nvl72",
 }
-# Algorithm names the sources forced (NCCL_ALGO) -> fabricsim algorithm lists.
-_ALGO_ENV = {
-    "ring": ["ring"], "tree": ["tree"], "nvls": ["nvls"], "nvls/nvlstree": ["nvls", "nvls_tree"],
-    "collnetdirect (ib sharp)": ["collnet_direct"], "collnetchain (ib sharp)": ["collnet_chain"],
-}
-
-
 @dataclass(frozen=True)
 class Case:
     """One measurement to predict."""
@@ -63,8 +57,119 @@ class Skip:
     reason: str
 
 
-def load_rows(path: str | Path | None = None) -> list[dict]:
-    """Rows of a measurements JSONL file, each with '_where' ('FILE:LINE'); a malformed line is a FabricsimError."""
+# The schema of calibration rows (the fields the calibration set's README documents): every field with its type
+# and range, unknown keys refused. A field a row leaves out or sets to null is "not stated"; whoever needs it says so.
+Count = Annotated[int, Meta(ge=1, le=(1 << 31) - 1)]
+Bytes = Annotated[int, Meta(ge=1, le=MAX_BYTES)]
+Measure = Annotated[float, Meta(ge=0, le=1e18)]  # GB/s, us, TFLOP/s, tokens/s: finite, >= 0 (0: not measured)
+Text = str | None
+
+
+class Hardware(Struct, forbid_unknown_fields=True, frozen=True):
+    """A row's system as its source states it."""
+
+    gpu: Text = None
+    gpus_per_node: Count | None = None
+    nodes: Count | None = None
+    total_gpus: Count | None = None
+    desc: Text = None
+    scaleup: Text = None
+    scaleout: Text = None
+    nics: Text = None
+
+
+class _Row(Struct, forbid_unknown_fields=True, frozen=True):
+    id: Text = None  # rows are named by FILE:LINE too
+    source: Text = None
+    hardware: Hardware | None = None
+    notes: Text = None
+    trust: Literal["high", "medium", "low"] | None = None
+
+
+class CollectiveRow(_Row, frozen=True):
+    """An nccl-tests style result (kind 'collective')."""
+
+    kind: Literal["collective"] = "collective"
+    collective: Literal[COLLECTIVES] | None = None
+    size_bytes: Bytes | None = None
+    size_label: Text = None
+    algbw_GBps: Measure | None = None
+    busbw_GBps: Measure | None = None
+    time_us: Measure | None = None
+    placement: Text = None
+    measurement: Text = None
+    nccl_version: Text = None
+    algo_env: Text = None
+
+
+class P2pRow(_Row, frozen=True):
+    """A point-to-point microbenchmark (kind 'p2p')."""
+
+    kind: Literal["p2p"] = "p2p"
+    test: Text = None
+    metric: Text = None
+    value: Measure | None = None
+    value_range: Text = None
+    unit: Text = None
+    size_bytes: Bytes | None = None
+    device_to_host: Measure | None = None
+    latency_us: Measure | None = None
+
+
+class TrainingRow(_Row, frozen=True):
+    """A distributed-training throughput (kind 'training')."""
+
+    kind: Literal["training"] = "training"
+    model: Text = None
+    framework: Text = None
+    params: Count | Annotated[int, Meta(ge=1, le=1 << 62)] | None = None
+    total_gpus: Count | None = None
+    tp: Count | None = None
+    pp: Count | None = None
+    dp: Count | None = None
+    cp: Count | None = None
+    ep: Count | None = None
+    vp: Count | None = None
+    fsdp: Annotated[int, Meta(ge=0, le=(1 << 31) - 1)] | Text = None  # sharding degree or the scheme's name; 0: off
+    seq: Count | None = None
+    global_batch: Count | None = None
+    micro_batch: Count | None = None
+    precision: Text = None
+    tflops_per_gpu: Measure | None = None
+    mfu: Measure | None = None
+    hfu: Measure | None = None
+    mfu_reported: Text = None
+    tokens_per_s_per_gpu: Measure | None = None
+    step_time_s: Measure | None = None
+    aggregate_pflops: Measure | None = None
+
+
+class LogEntry(_Row, frozen=True):
+    """One real nccl-tests log of the calibration set (a row of its logs/index.jsonl; fabricsim.calibration_data)."""
+
+    log: Annotated[str, Meta(min_length=1)] = ""
+    collective: Literal[COLLECTIVES] | None = None
+    family: Text = None
+    nccl_version: Text = None
+    env: dict[str, str] | None = None
+
+
+ROW_KINDS = {"collective": CollectiveRow, "p2p": P2pRow, "training": TrainingRow}
+
+
+def _schema(row: dict, where: str, schemas: dict[str, type] | type) -> type:
+    if isinstance(schemas, type):
+        return schemas
+    kind = row.get("kind")
+    if kind not in schemas:
+        raise FabricsimError(f"{where}: field 'kind' is {inputs.show(kind)}: it must be one of {', '.join(schemas)}")
+    return schemas[kind]
+
+
+def load_rows(path: str | Path | None = None, schemas: dict[str, type] | type = ROW_KINDS) -> list[dict]:
+    """Rows of a calibration JSONL file, each checked against its kind's schema (`schemas`: kind -> Struct, or one
+    Struct for every row, e.g. LogEntry) and returned as plain data with '_where' ('FILE:LINE') added; a malformed
+    line is a FabricsimError naming the file, line, row id and field."""
     p = Path(path) if path else default_path()
     if not p.exists():
         raise FabricsimError(f"calibration data '{p}' not found: pass --data PATH to a measurements.jsonl file")
@@ -78,15 +183,14 @@ def load_rows(path: str | Path | None = None) -> list[dict]:
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise FabricsimError(f"{p}:{i}: line {i} is not valid JSON ({err.msg}): "
-                                 "each line must be one JSON object") from None
+        where = f"{p}:{i}"
+        row = inputs.parse_json(line, f"{where}: line {i}")
         if not isinstance(row, dict):
-            raise FabricsimError(f"{p}:{i}: line {i} is not a JSON object (it is {json.dumps(row)[:40]}): "
+            raise FabricsimError(f"{where}: line {i} is not a JSON object (it is {inputs.show(row)[:40]}): "
                                  "each line must be one {...} row")
-        rows.append({**row, "_where": f"{p}:{i}"})
+        schema = _schema(row, f"{where}: row '{row.get('id', '?')}'", schemas)
+        inputs.convert(row, schema, f"{where}: row '{row.get('id', '?')}'")
+        rows.append({**row, "_where": where})
     if not rows:
         raise FabricsimError(f"{p} has no rows: give a measurements.jsonl file with one JSON object per line")
     return rows
@@ -98,20 +202,8 @@ def row_error(row: dict, err: FabricsimError) -> FabricsimError:
     return FabricsimError(f"{where}row '{row.get('id', '?')}': {err}")
 
 
-def _int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)  # JSON true / false are not numbers
-
-
-# Field kind -> (accepts the value, what it must be).
-_KINDS = {
-    "count": (lambda v: _int(v) and 0 < v < 1 << 31, "a positive integer below 2^31"),
-    "bytes": (lambda v: _int(v) and 0 < v <= MAX_BYTES,
-              f"a positive integer number of bytes, at most {MAX_BYTES} (256 TiB)"),
-    "measure": (lambda v: (_int(v) or isinstance(v, float)) and math.isfinite(v) and v >= 0,
-                "a positive number (0 or null: not measured)"),
-    "text": (lambda v: isinstance(v, str), "text"),
-    "object": (lambda v: isinstance(v, dict), "a JSON object"),
-}
+# Field kind -> the type its value must have (the row schema's own types).
+_KINDS = {"count": Count, "bytes": Bytes, "measure": Measure, "text": str, "object": dict}
 _REQUIRED = object()
 
 
@@ -121,15 +213,17 @@ def field(row: dict, path: str, kind: str, default=_REQUIRED):
     value, parent = row, None
     for key in path.split("."):
         parent, value = value, value.get(key) if isinstance(value, dict) else None
-    ok, what = _KINDS[kind]
+    typ = _KINDS[kind]
     if value is None:
         if default is not _REQUIRED:
             return default
         missing = "null" if isinstance(parent, dict) and path.split(".")[-1] in parent else "missing"
-        raise FabricsimError(f"field '{path}' is {missing}: it must be {what}")
-    if not ok(value):
-        raise FabricsimError(f"field '{path}' is {value!r}: it must be {what}")
-    return value
+        raise FabricsimError(f"field '{path}' is {missing}: it must be {inputs.describe(typ)}")
+    try:
+        return msgspec.convert(value, typ)
+    except msgspec.ValidationError:
+        raise FabricsimError(f"field '{path}' is {inputs.show(value)}: it must be "
+                             f"{inputs.describe(typ)}") from None
 
 
 def partition(rows: list[dict], convert) -> tuple[list, list[Skip]]:
@@ -222,15 +316,20 @@ def _spec_for(gpu: str, row: dict) -> tuple[ClusterSpec | None, str]:
 
 
 def _algos(env: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """(forced algorithms, disabled ones) from a row's `algo_env`: NCCL_ALGO names ('Ring', 'NVLS/NVLSTree',
+    'CollnetDirect (IB SHARP)': a parenthesised note is dropped, '/' separates names) or 'NVLS disabled'."""
     if not env:
         return None, ()
     key = env.strip().lower()
     if key == "nvls disabled":
         return None, ("nvls", "nvls_tree")
-    if key in _ALGO_ENV:
-        return tuple(_ALGO_ENV[key]), ()
-    raise FabricsimError(f"field 'algo_env' is {env!r}: use one of {', '.join(_ALGO_ENV)} or 'nvls disabled' "
-                         f"(or map it in _ALGO_ENV in {__name__})")
+    try:
+        selection = parse_algorithms(re.sub(r"\(.*?\)", "", env).replace("/", ","))
+    except FabricsimError as err:
+        raise FabricsimError(f"field 'algo_env' is {env!r}: {err}, or 'nvls disabled'") from None
+    if selection is None:
+        return None, ()
+    return (None, selection.names) if selection.exclude else (selection.names, ())
 
 
 _SWEEP_RE = re.compile(r"(\d+[KMG]?)\s*-\s*(\d+[KMG]?)\b(?:\s*sweep)?", re.IGNORECASE)

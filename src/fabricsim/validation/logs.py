@@ -31,9 +31,9 @@ from fabricsim.schedules.layout import COLLECTIVES
 from fabricsim.topology import build, load_spec
 from fabricsim.topology.model import Topology
 from fabricsim.topology.spec import ClusterSpec
-from fabricsim.tuner.nccl_model import ALGO_NAMES, PROTO_NAMES
 from fabricsim.tuner.select import best
-from fabricsim.validation.calibration import field, load_rows, row_error
+from fabricsim.validation.calibration import LogEntry, field, load_rows, row_error
+from fabricsim.vocab import parse_algorithms, parse_protocols
 
 CLUSTER_DIR = Path(__file__).parent / "log_clusters"
 BUSBW_MIN_BYTES = 1 << 20  # busbw is scored from 1 MiB up (issue 13)
@@ -97,27 +97,15 @@ class LogScore:
 
 # --- the NCCL environment -------------------------------------------------------------------------------------
 
-def _ncclname_map(names: dict[str, str]) -> dict[str, str]:
-    return {v.lower(): k for k, v in names.items()}
-
-
-_NCCL_ALGO = _ncclname_map(ALGO_NAMES)  # 'nvlstree' -> 'nvls_tree' ...
-_NCCL_PROTO = _ncclname_map(PROTO_NAMES)
-
-
-def _nccl_list(value: str, names: dict[str, str], var: str) -> tuple[str, ...]:
-    """NCCL_ALGO / NCCL_PROTO text ('Ring,Tree', '^NVLS') in fabricsim names, the '^' kept on the first."""
-    items = [i.strip() for i in value.split(",") if i.strip()]
-    neg = bool(items) and items[0].startswith("^")
-    out = []
-    for item in items:
-        key = item.lstrip("^").lower()
-        if key not in names:
-            raise FabricsimError(f"{var}={value}: '{item.lstrip('^')}' is not an NCCL name ({', '.join(sorted(names))})")
-        out.append(names[key])
-    if not out:
+def _nccl_list(value: str, parse, var: str, collective: str) -> tuple[str, ...]:
+    """NCCL_ALGO / NCCL_PROTO text ('Ring,Tree', '^NVLS') in fabricsim names, the '^' kept on the first (vocab's parser)."""
+    try:
+        selection = parse(value, collective)
+    except FabricsimError as err:
+        raise FabricsimError(f"{var}={value}: {err}") from None
+    if selection is None:
         raise FabricsimError(f"{var} is empty: give NCCL names, e.g. Ring,Tree")
-    return tuple(["^" + out[0]] + out[1:] if neg else out)
+    return tuple(selection.spec().split(","))
 
 
 @dataclass
@@ -136,7 +124,7 @@ def _p2p_disable(run: _Setup, var: str, value: str) -> EnvEffect:
         return EnvEffect(var, value, "no effect", "0 is NCCL's default")
     s = run.spec
     # NCCL_P2P_DISABLE=1 disables the P2P transport (NVLink and PCIe peer access): GPU-to-GPU traffic is routed
-    # through CPU memory (paths.cc ncclTopoCheckP2p / addInterStep, nccl-model.md s3.4; the SHM transport). fabricsim
+    # through CPU memory (src/graph/paths.cc ncclTopoCheckP2p / addInterStep; the SHM transport). fabricsim
     # says that with a PCIe-only node whose GPUs may not reach each other directly.
     run.spec = dataclasses.replace(s, scaleup="pcie", domain_size=s.gpus_per_node, nvswitch_chips=0, nvls=False,
                                    p2p=False)
@@ -145,12 +133,12 @@ def _p2p_disable(run: _Setup, var: str, value: str) -> EnvEffect:
 
 
 def _algo(run: _Setup, var: str, value: str) -> EnvEffect:
-    run.algos = _nccl_list(value, _NCCL_ALGO, var)
+    run.algos = _nccl_list(value, parse_algorithms, var, run.collective)
     return EnvEffect(var, value, "applied", f"algorithms {','.join(run.algos)}")
 
 
 def _proto(run: _Setup, var: str, value: str) -> EnvEffect:
-    run.protos = _nccl_list(value, _NCCL_PROTO, var)
+    run.protos = _nccl_list(value, parse_protocols, var, run.collective)
     return EnvEffect(var, value, "applied", f"protocols {','.join(run.protos)}")
 
 
@@ -185,7 +173,7 @@ def _tuner_plugin(run: _Setup, var: str, value: str) -> EnvEffect:
 
 # NCCL environment variables the calibration logs set -> how a prediction honours them. Defaults are NCCL's
 # (NCCL user guide, "Environment Variables", docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html;
-# NCCL_BUFFSIZE: DEFAULT_BUFFSIZE, nccl-model.md s1.4; NCCL_NET_GDR_C2C: nccl-model.md s3.4).
+# NCCL_BUFFSIZE: DEFAULT_BUFFSIZE in src/include/device.h; NCCL_NET_GDR_C2C: src/graph/paths.cc).
 ENV: dict[str, Callable[[_Setup, str, str], EnvEffect]] = {
     "NCCL_P2P_DISABLE": _p2p_disable,
     "NCCL_ALGO": _algo,
@@ -319,7 +307,7 @@ def run_logs(path: str | Path | None = None, level: str = "flow") -> list[LogSco
     index = Path(path) if path else default_index()
     if not index.is_file():
         raise FabricsimError(f"nccl-tests log index '{index}' not found: pass --data PATH to the logs' index.jsonl")
-    entries = load_rows(index)
+    entries = load_rows(index, LogEntry)
     out = []
     for entry in sorted(entries, key=lambda e: str(e.get("id", ""))):
         try:

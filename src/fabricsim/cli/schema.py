@@ -1,0 +1,25 @@
+"""`fabricsim schema`: the JSON Schema of a cluster or model file, for editors to validate and complete."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from fabricsim import inputs
+
+
+def _schemas() -> dict:
+    from fabricsim.topology.spec import ClusterSpec
+    from fabricsim.training.models import ModelSpec
+
+    return {"cluster": ClusterSpec, "model": ModelSpec}
+
+
+@click.command("schema")
+@click.argument("kind", type=click.Choice(["cluster", "model"]))
+def schema(kind: str) -> None:
+    """Print the JSON Schema of a KIND file (cluster: `--cluster FILE.yaml`, model: `train --model FILE.yaml`).
+
+    Editors validate YAML against it, e.g. with a `# yaml-language-server: $schema=cluster.schema.json` first line."""
+    click.echo(json.dumps(inputs.json_schema(_schemas()[kind]), indent=2, sort_keys=True))

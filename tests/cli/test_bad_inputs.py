@@ -1,0 +1,125 @@
+"""Inputs that once ended in a traceback (issue 12 item 11) are one clear error through the real entry point:
+exit status 2, one 'error:' line on stderr naming the file or option, the field and the fix. Two cases run
+`python -m fabricsim.cli.main` in a fresh process; the others call the same `main()` the console script runs."""
+
+import contextlib
+import io
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from fabricsim.cli.main import main
+from fabricsim.topology import preset_spec
+
+MODEL = "layers: 2\nhidden: 64\nheads: 4\nkv_heads: 4\nffn: 256\nvocab: 1000\nseq: 128\n"
+CLUSTER = preset_spec("dgx-h100", nodes=2).to_yaml()
+
+
+def process(*args: str) -> subprocess.CompletedProcess:
+    """Run `python -m fabricsim.cli.main ARGS` (the console script's code) in a fresh process."""
+    return subprocess.run([sys.executable, "-m", "fabricsim.cli.main", *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def fabricsim(*args: str) -> Run:
+    """`fabricsim ARGS` through the console script's entry function, its output captured."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return Run(code, out.getvalue(), err.getvalue())
+
+
+def one_error(run) -> str:
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("error: ") and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    return run.stderr[len("error: "):].strip()
+
+
+def write(tmp_path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("line, shown", [("null: 1", "null"), ("2.5: 1", "2.5")])
+def test_model_keys_that_are_not_text(tmp_path, line, shown):
+    path = write(tmp_path, "m.yaml", MODEL + line + "\n")
+    msg = one_error(process("train", "--model", path, "--cluster", "dgx-h100", "--gpus", "8"))
+    assert msg.startswith(f"{path}: key {shown} is not a field name: keys are text")
+
+
+@pytest.mark.parametrize("kind", ["cluster", "model"])
+def test_yaml_nested_500_deep(tmp_path, kind):
+    deep = "[" * 500 + "]" * 500
+    if kind == "cluster":
+        path = write(tmp_path, "c.yaml", CLUSTER.replace("nodes: 2", f"nodes: {deep}"))
+        msg = one_error(process("topo", "show", path))
+        assert msg.startswith(f"{path}: field 'nodes' is [[[[") and "it must be a whole number" in msg
+    else:
+        path = write(tmp_path, "m.yaml", MODEL.replace("layers: 2", f"layers: {deep}"))
+        msg = one_error(fabricsim("train", "--model", path, "--cluster", "dgx-h100", "--gpus", "8"))
+        assert msg.startswith(f"{path}: field 'layers' is [[[[") and "from 1 to 10,000" in msg
+
+
+def test_sizes_of_400_digits_and_a_huge_factor(tmp_path):
+    msg = one_error(fabricsim("perf", "all_reduce", "--cluster", "dgx-h100", "-b", "1" + "0" * 400))
+    assert msg.startswith("size '1000") and "256 TiB" in msg
+    run = fabricsim("perf", "all_reduce", "--cluster", "dgx-h100", "-b", "1K", "-e", "1M", "-f", "1e308",
+                    "--format", "csv")
+    assert run.returncode == 0 and [line.split(",")[0] for line in run.stdout.splitlines()[1:]] == ["1024"]
+
+
+@pytest.mark.parametrize("edit, expect", [
+    (("oversubscription: 1.0", "oversubscription: .nan"),
+     "field 'oversubscription' is nan: it must be a number > 0 and <= 1,000"),
+    (("oversubscription: 1.0", "oversubscription: .inf"),
+     "field 'oversubscription' is inf: it must be a number > 0 and <= 1,000"),
+    (("nvswitch_chips: 4", "nvswitch_chips: 32768"), "field 'nvswitch_chips' is 32768: it must be a whole number "
+                                                      "from 0 to 4,096"),
+])
+def test_cluster_numbers_out_of_range(tmp_path, edit, expect):
+    path = write(tmp_path, "c.yaml", CLUSTER.replace(*edit))
+    assert one_error(fabricsim("topo", "show", path)) == f"{path}: {expect}"
+
+
+@pytest.mark.parametrize("layers", ["1000000000", "1000000000000"])
+def test_huge_layer_counts_are_refused_when_the_file_is_read(tmp_path, layers):
+    path = write(tmp_path, "m.yaml", MODEL.replace("layers: 2", f"layers: {layers}"))
+    msg = one_error(fabricsim("train", "--model", path, "--cluster", "dgx-h100", "--gpus", "8"))
+    assert msg == f"{path}: field 'layers' is {layers}: it must be a whole number from 1 to 10,000"
+
+
+def test_an_exponent_without_a_dot_is_a_number(tmp_path):
+    from fabricsim.topology import load_spec
+
+    path = write(tmp_path, "c.yaml", CLUSTER.replace("nic_gbps: 400.0", "nic_gbps: 4e2"))
+    assert load_spec(path) == preset_spec("dgx-h100", nodes=2)
+    assert fabricsim("topo", "show", path).stdout == fabricsim("topo", "show", "dgx-h100", "--nodes", "2").stdout
+
+
+# Three rows of an 8-GPU all_reduce in nccl-tests' layout; the middle row's out-of-place time is replaced.
+LOG = """# Collective test starting: all_reduce_perf
+#  Rank  0 Group  0 Pid  1 on host device  0 [0x18] NVIDIA H100 80GB HBM3
+#  Rank  7 Group  0 Pid  1 on host device  7 [0xdb] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        262144     float     sum      -1    30.00   34.95   61.17      0    30.00   34.95   61.17      0
+     2097152        524288     float     sum      -1     TIME   41.94   73.40      0    50.00   41.94   73.40      0
+     4194304       1048576     float     sum      -1    80.00   52.43   91.75      0    80.00   52.43   91.75      0
+"""
+
+
+@pytest.mark.parametrize("time", ["1e308", "inf"])
+def test_a_compare_row_timed_1e308_is_skipped_like_inf(tmp_path, time):
+    run = fabricsim("compare", write(tmp_path, "t.log", LOG.replace("TIME", time)), "--cluster", "dgx-h100")
+    assert run.returncode == 0, run.stderr
+    assert "# rows 2:" in run.stdout and "# skipped size 2097152 B: " in run.stdout
