@@ -12,10 +12,12 @@ Layouts follow each framework's documented settings:
 - Megatron-Bridge rows (scripts/performance of NVIDIA-NeMo/Megatron-Bridge): the row's layout, the distributed
   optimizer with overlapped gradient reduce and parameter gather, BF16 gradient reduction (`grad_reduce_in_fp32 =
   False`), sequence parallel and TP comm overlap when tp > 1 (off for NVFP4, as `llama3_llm_pretrain.py` sets),
-  Megatron-FSDP (ZeRO-3) when the row's FSDP column is set, selective recompute (the recipes' `recompute_granularity
-  = "selective"`) with the recompute modules the performance configs add (`BRIDGE_RECOMPUTE`), MoE: expert tensor
-  parallel 1, CPU activation offloading with Megatron-FSDP as those configs set it (`BRIDGE_OFFLOAD`), dropless and force-balanced routing (the performance summary's
-  footnote), the all-to-all not overlapped (`moe_a2a_overlap = False`), FP8 parameter gather for FP8 and MXFP8.
+  Megatron-FSDP (ZeRO-3) when the row's FSDP column is set, the recompute each recipe and performance config sets
+  (`BRIDGE_RECOMPUTE`: none where the recipe's `recompute_granularity` is None, else exactly the configs'
+  `recompute_modules`, which replace Megatron-Core's default ['core_attn']), MoE: expert tensor parallel 1, the token
+  dispatcher the configs set (`BRIDGE_DISPATCHER`), CPU activation offloading with Megatron-FSDP as those configs set
+  it (`BRIDGE_OFFLOAD`), dropless and force-balanced routing (the performance summary's footnote), the all-to-all not
+  overlapped (`moe_a2a_overlap = False`), FP8 parameter gather for FP8 and MXFP8.
 - Megatron-LM README rows: no layout is published (a figure only), so fabricsim's layout search picks one as a user
   would (`--search`), micro-batch 1 (Megatron-Bridge's and Megatron-LM's example default), the README's overlaps
   (`--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap`) and the distributed optimizer.
@@ -59,18 +61,29 @@ MODEL_ALIASES = {
     "deepseekv3dropless": "deepseek-v3",  # the same architecture, trained without token dropping
 }
 
-# Megatron-Bridge's MoE token dispatcher per model (recipes/deepseek/deepseek_v3.py: moe_flex_dispatcher_backend =
-# "hybridep", kept by the performance configs; GPT-OSS's provider: moe_token_dispatcher_type = "alltoall").
-BRIDGE_DISPATCHER = {"deepseek-v3": "hybridep"}
+# Megatron-Bridge's MoE token dispatcher: (model, GPU prefix) -> dispatcher, '' matching any GPU. DeepSeek-V3:
+# recipes/deepseek/deepseek_v3.py moe_flex_dispatcher_backend = "hybridep", kept by the performance configs. GPT-OSS:
+# the provider's moe_token_dispatcher_type = "alltoall"; on B300 and B200 the V2 configs that set the EP 8 of the
+# 26.02.01 table also set moe_flex_dispatcher_backend = "hybridep" (scripts/performance/configs/gpt_oss/
+# gpt_oss_workload_base_configs.py, commit 7260d6214 'perf optimizations- GPT-OSS 120B'; the table's own commit still
+# has EP 64 there).
+BRIDGE_DISPATCHER = {("deepseek-v3", ""): "hybridep", ("gpt-oss-120b", "B300"): "hybridep",
+                     ("gpt-oss-120b", "B200"): "hybridep"}
 # CPU activation offloading of Megatron-Bridge's Llama 3 70B FSDP configs (llama3_workload_base_configs.py:
 # cpu_offloading_num_layers): (model, GPU, precision) -> layers.
 BRIDGE_OFFLOAD = {("llama3-70b", "GB300", "fp8"): 20, ("llama3-70b", "GB200", "fp8"): 40, ("llama3-70b", "B200", "fp8"): 5,
                   ("llama3-70b", "GB300", "bf16"): 30, ("llama3-70b", "GB200", "bf16"): 20}
-# Recompute modules of Megatron-Bridge's performance configs (scripts/performance/configs/*/..._workload_base_configs.py):
-# (model, GPU family prefix) -> recompute_modules; otherwise the recipes' selective recompute (core attention).
-BRIDGE_RECOMPUTE = {("deepseek-v3", "H100"): "core_attn,mla_up_proj,mlp", ("deepseek-v3", ""): "core_attn,mla_up_proj",
-                    ("gpt-oss-120b", "GB200"): "core_attn,layernorm,moe_act", ("gpt-oss-120b", "B200"): "core_attn,layernorm,moe_act",
-                    ("gpt-oss-120b", "H100"): "core_attn,layernorm,moe_act"}
+# Recompute of Megatron-Bridge's runs: (model, GPU prefix) -> fabricsim recompute, '' matching any GPU. The recipes
+# (src/megatron/bridge/recipes/llama/llama3.py, gpt_oss/gpt_oss.py) set recompute_granularity = None: no recompute;
+# DeepSeek-V3's recipe sets "selective". The performance configs (scripts/performance/configs/*/
+# *_workload_base_configs.py) that give recompute_modules switch to "selective" with exactly those modules
+# (utils/overrides.py _set_recompute_overrides), replacing Megatron-Core's default ['core_attn']
+# (TransformerConfig.__post_init__): GPT-OSS ["layernorm", "moe_act"] on GB200, B200 and H100 (none on GB300 and
+# B300), DeepSeek-V3 ["mla_up_proj"] on Blackwell and ["mla_up_proj", "mlp"] on H100.
+BRIDGE_RECOMPUTE = {("llama3-70b", ""): "none",
+                    ("deepseek-v3", "H100"): "mla_up_proj,mlp", ("deepseek-v3", ""): "mla_up_proj",
+                    ("gpt-oss-120b", "GB200"): "layernorm,moe_act", ("gpt-oss-120b", "B200"): "layernorm,moe_act",
+                    ("gpt-oss-120b", "H100"): "layernorm,moe_act", ("gpt-oss-120b", ""): "none"}
 
 # Runs whose layout and batch their paper's scripts publish but the row does not carry: model -> settings.
 PUBLISHED_RUNS = {
@@ -143,8 +156,9 @@ CONVENTION = {"megatron-bridge": "megatron-bridge", "mosaic": "mosaic", "narayan
               "megatron": "megatron"}
 
 
-def _bridge_recompute(key: str, gpu: str) -> str:
-    return BRIDGE_RECOMPUTE.get((key, gpu), BRIDGE_RECOMPUTE.get((key, ""), "selective"))
+def _bridge_setting(table: dict[tuple[str, str], str], key: str, gpu: str, default: str) -> str:
+    """A per-(model, GPU) Megatron-Bridge setting, the model's any-GPU entry, or `default`."""
+    return table.get((key, gpu), table.get((key, ""), default))
 
 
 def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
@@ -174,10 +188,10 @@ def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
     if fw == "megatron-bridge":
         fsdp = row.get("fsdp")
         gpu = str(field(row, "hardware.gpu", "text", "")).split("-")[0].upper()
-        settings.update(grad_fp32=False, recompute=_bridge_recompute(key, gpu), etp=1,
+        settings.update(grad_fp32=False, recompute=_bridge_setting(BRIDGE_RECOMPUTE, key, gpu, "selective"), etp=1,
                         offload_layers=BRIDGE_OFFLOAD.get((key, gpu, precision), 0) if fsdp else 0,
                         zero=3 if isinstance(fsdp, int) and fsdp > 0 else 1,
-                        dispatcher=BRIDGE_DISPATCHER.get(key, "alltoall"))
+                        dispatcher=_bridge_setting(BRIDGE_DISPATCHER, key, gpu, "alltoall"))
     elif fw == "nemo":
         settings.update(recompute="none")
     elif fw == "narayanan":
