@@ -63,3 +63,21 @@ def test_row_settings_follow_each_source():
            "fsdp": 0, "micro_batch": 1, "global_batch": 256, "precision": "NVFP4", "hardware": {"gpu": "GB200"}}
     par = V._layout(row, 64, "llama3-70b", V._framework(row))
     assert not par.tp_overlap and not par.grad_fp32 and par.precision == "nvfp4" and par.zero == 1
+
+
+def test_bridge_rows_run_as_their_configs_set():
+    from fabricsim.validation import training as V
+
+    gpt_oss = {"id": "g", "framework": "Megatron-Bridge/Megatron-Core", "tp": 1, "pp": 1, "cp": 1, "dp": 64, "ep": 8,
+               "fsdp": 0, "micro_batch": 4, "global_batch": 1280, "precision": "BF16"}
+    for gpu, recompute, dispatcher in (("GB300", "none", "alltoall"), ("B300", "none", "hybridep"),
+                                       ("B200", "layernorm,moe_act", "hybridep"), ("H100-SXM", "layernorm,moe_act", "alltoall")):
+        par = V._layout(dict(gpt_oss, hardware={"gpu": gpu}), 64, "gpt-oss-120b", "megatron-bridge")
+        assert (par.recompute, par.dispatcher) == (recompute, dispatcher), gpu
+    llama = {"id": "l", "framework": "Megatron-Bridge/Megatron-Core", "tp": 1, "pp": 1, "cp": 1, "dp": 64, "vp": None,
+             "fsdp": 0, "micro_batch": 2, "global_batch": 256, "precision": "NVFP4", "hardware": {"gpu": "GB300"}}
+    par = V._layout(llama, 64, "llama3-70b", "megatron-bridge")
+    assert (par.tp, par.pp, par.vp, par.dp, par.micro_batch, par.zero, par.recompute) == (1, 4, 5, 16, 1, 1, "none")
+    fields, note = V._config_layout(llama, "llama3-70b", "nvfp4")
+    assert fields["pp"] == 4 and "pp 1" in note and "micro_batch 2" in note
+    assert V._config_layout(dict(llama, hardware={"gpu": "GB200"}), "llama3-70b", "nvfp4") == ({}, "")

@@ -85,6 +85,20 @@ BRIDGE_RECOMPUTE = {("llama3-70b", ""): "none",
                     ("gpt-oss-120b", "GB200"): "layernorm,moe_act", ("gpt-oss-120b", "B200"): "layernorm,moe_act",
                     ("gpt-oss-120b", "H100"): "layernorm,moe_act", ("gpt-oss-120b", ""): "none"}
 
+# Megatron-Bridge rows whose table columns disagree with the performance config that produced them (the summary:
+# "These results were obtained using performance recipes available [in scripts/performance]"): the config's layout is
+# modelled and the row says what the table records. Llama 3 70B on GB300 in MXFP8 and NVFP4:
+# LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 and _NVFP4_V2 (scripts/performance/configs/llama/
+# llama3_workload_base_configs.py) set pp 4, vp 5 and WorkloadBaseConfig's default micro-batch 1, without FSDP, at the
+# commit that published the 26.02.01 table (cfeddcd94) as at v0.3.0 and v0.3.1; the table's micro-batch 2 without
+# interleaving (NVFP4: pp 1 without FSDP) needs more HBM than a GB300 has by Megatron's own count.
+# (model, GPU, precision) -> (layout fields, source).
+BRIDGE_CONFIG_LAYOUT = {
+    (model, "GB300", prec): (dict(tp=1, pp=4, vp=5, micro_batch=1, fsdp=0, dp=None),
+                             f"LLAMA3_70B_PRETRAIN_CONFIG_GB300_{cfg}_V2 (Megatron-Bridge cfeddcd94)")
+    for model, prec, cfg in (("llama3-70b", "mxfp8", "FP8_MX"), ("llama3-70b", "nvfp4", "NVFP4"))
+}
+
 # Runs whose layout and batch their paper's scripts publish but the row does not carry: model -> settings.
 PUBLISHED_RUNS = {
     "gpt-1t": (dict(tp=8, pp=64, micro_batch=1, global_batch=3072),
@@ -103,6 +117,7 @@ class CalibrationRow:
     layout: str = ""
     memory_gb: float = 0.0
     hbm_gb: float = 0.0
+    note: str = ""  # how the modelled run differs from the row's columns, and why
 
     @property
     def error_pct(self) -> float | None:
@@ -161,6 +176,17 @@ def _bridge_setting(table: dict[tuple[str, str], str], key: str, gpu: str, defau
     return table.get((key, gpu), table.get((key, ""), default))
 
 
+def _config_layout(row: dict, key: str, precision: str) -> tuple[dict, str]:
+    """(the layout fields the row's Megatron-Bridge config ran, a note saying so), or ({}, '') when the row's columns
+    are what ran (`BRIDGE_CONFIG_LAYOUT`)."""
+    gpu = str(field(row, "hardware.gpu", "text", "")).split("-")[0].upper()
+    fields_, source = BRIDGE_CONFIG_LAYOUT.get((key, gpu, precision), ({}, ""))
+    if not fields_:
+        return {}, ""
+    recorded = ", ".join(f"{k} {row.get(k) if row.get(k) is not None else 'n/a'}" for k, v in fields_.items() if v is not None)
+    return fields_, f"modelled as its config ran ({source}); the table records {recorded}"
+
+
 def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
     """The row's Parallelism; the settings of a layout search (a dict) when no layout is published; or the reason it
     cannot be built."""
@@ -168,6 +194,7 @@ def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
     precision = _precision(text)
     if precision is None:
         return f"precision '{text.lower()}' is not modelled: fabricsim times {', '.join(P.PRECISIONS)}"
+    row = dict(row, **_config_layout(row, key, precision)[0]) if fw == "megatron-bridge" else row
     micro, batch = field(row, "micro_batch", "count", None), field(row, "global_batch", "count", None)
     tp, pp = field(row, "tp", "count", None), field(row, "pp", "count", None)
     published = PUBLISHED_RUNS.get(key, ({}, ""))[0] if fw == "narayanan" else {}
@@ -261,8 +288,9 @@ def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> Calibr
     else:
         tflops = model.flops_per_token(convention=convention) * r.tokens_per_s / n
         predicted = tflops / 1e12 if metric == "TFLOP/s/GPU" else tflops / gpu.bf16_flops
+    note = _config_layout(row, key, r.parallelism.precision)[1] if fw == "megatron-bridge" else ""
     return CalibrationRow(rid, metric, measured, predicted, "", group, r.layout, r.memory.total / 1e9 if r.memory else 0.0,
-                          gpu.hbm_bytes / 1e9)
+                          gpu.hbm_bytes / 1e9, note)
 
 
 def calibration_rows(path: str | Path, comm_factory: Callable[[Topology], CommModel] | None = None) -> list[CalibrationRow]:
@@ -324,6 +352,9 @@ def format_rows(rows: list[CalibrationRow]) -> str:
     lines.append(f"{'group (model, GPU family, precision)':<40} {'rows':>4} {'median%':>8} {'p90%':>6}")
     for g, count, med, p90 in group_summary(rows):
         lines.append(f"{g:<40} {count:>4} {med:>8.1f} {p90:>6.1f}")
+    for r in rows:
+        if r.note:
+            lines.append(f"note {r.id}: {r.note}")
     for r in skipped:
         lines.append(f"skipped {r.id}: {r.skipped}")
     return "\n".join(lines)
