@@ -16,7 +16,13 @@ with sequence parallelism the norms, residuals and dropouts see T / tp rows):
   2.5x the forward FLOPs.
 - Memory-bound bytes: norms, residual adds, RoPE, the activation, MoE permute / unpermute, quantization casts of
   every low-precision GEMM input (and of every output gradient in the backward), the fused cross-entropy over the
-  vocabulary shard; the backward streams twice the forward's elementwise bytes.
+  vocabulary shard; the backward streams twice the forward's elementwise bytes. Where Megatron-Core (core_v0.16)
+  leaves a kernel unfused, its passes are counted as it runs them: RoPE with a YaRN mscale other than 1 (TE's fused
+  RoPE does not take one: `rope_utils.apply_rotary_pos_emb` falls back to `_apply_rotary_pos_emb_bshd`), the
+  all-to-all dispatcher's second permutation that sorts received tokens by local expert (`sort_chunks_by_idxs`,
+  when a GPU holds more than one expert), the clamp of a clamped GLU's inputs (`weighted_bias_quick_geglu_impl`:
+  two clamps and a concatenation before the fused activation) and the routed experts' fc2 bias, which
+  `TEGroupedMLP` adds outside the grouped GEMM (skip_bias_add, then `_apply_bias`: bias x prob, add, concatenate).
 Recompute adds the forward of what it recomputes to the backward: 'selective' the core attention (Megatron's
 default module), 'full' the whole layer, or any of Megatron-Core's `recompute_modules`.
 """
@@ -32,6 +38,28 @@ from fabricsim.training.models import ModelSpec
 from fabricsim.training.precision import gemm_peak, precision
 
 ACT = 2.0  # bytes per BF16 activation element
+# Unfused Megatron-Core kernels: (forward, backward) bytes per element of the tensor they act on, as their PyTorch
+# op chains run them in BF16 (2 bytes a read or a write; a view costs nothing, a product's backward reads the
+# saved operand). They take their own backward instead of the fused kernels' "twice the forward".
+# RoPE `_apply_rotary_pos_emb_bshd` on q and k: rotate_half (negate a half: 0.5 + 0.5 passes, concatenate: 1 + 1),
+# t * cos (1 + 1), rotated * sin (1 + 1), their sum (2 + 1), concatenation with the unrotated part (1 + 1): 12 passes;
+# backward: the two products (2 + 2), the negation (0.5 + 0.5), concatenating the halves' gradients (1 + 1), the sum
+# of the two paths (2 + 1): 10. The fused RoPE kernel reads and writes once (4 bytes).
+ROPE_UNFUSED_BYTES, ROPE_FUSED_BYTES = (24.0, 20.0), 4.0
+# Clamped GLU (`weighted_bias_quick_geglu_impl`), per element of the fc1 output: each half clamped (1 + 1) and the
+# halves concatenated (1 + 1); backward: clamp's masked gradient (grad and input read, 2 + 1), the chunk's gradient
+# concatenated (1 + 1).
+CLAMP_BYTES = (8.0, 10.0)
+# Routed experts' fc2 bias (`TEGroupedMLP._apply_bias`, split per expert), per element of the fc2 output: bias x prob
+# (write 1), added to the output (2 + 1), experts concatenated (1 + 1); backward: the bias and prob gradients, each a
+# product (2 + 2) and a reduction (2): 12 + 12 bytes with BF16 probs. HybridEP hands the experts FP32 probs
+# ("HybridEP only supports float32 probs": `_HybridEPManager.dispatch` upcasts them), so the chain runs in FP32 and is
+# cast back: 4 (product) + 2 + 4 + 4 (add) + 4 + 4 (concatenate) + 4 + 2 (cast) = 28 bytes; backward: the casts'
+# gradients (2 + 4, 4 + 2), the two products (4 + 4 each) and reductions (4 each) = 36.
+EXPERT_BIAS_BYTES = {"bf16": (12.0, 12.0), "fp32": (28.0, 36.0)}
+# A token permutation (fused permute / unpermute / `sort_chunks_by_idxs`) reads and writes each routed row once, and
+# its backward is the inverse permutation.
+PERMUTE_BYTES = (4.0, 4.0)
 RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 
 
@@ -48,6 +76,7 @@ class Shape:
     recompute: str  # 'none' | 'selective' | 'full' | comma-separated recompute_modules
     capacity_factor: float  # 0: dropless
     imbalance: float = 1.0  # routed rows on the busiest EP rank over the mean
+    dispatcher: str = "alltoall"  # MoE token dispatcher (what permutations run beside the all-to-all)
 
 
 @dataclass
@@ -132,6 +161,12 @@ def _sfu_bound(flops_per_exp: float, head_dim: float, flops_per_score_per_dim: f
     return bound(head_dim) / bound(128.0)
 
 
+def _yarn_mscale(factor: float) -> float:
+    """YaRN's attention scale for a RoPE scaling factor (Megatron-Core `_yarn_get_mscale` with mscale 1:
+    0.1 ln(factor) + 1; 1 for plain RoPE)."""
+    return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
+
+
 def _recompute_set(spec: str) -> frozenset[str]:
     if spec in ("none", "full"):
         return frozenset()
@@ -172,6 +207,13 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
 
     mem_fwd = 0.0  # bytes
     mem_grad_quant = 0.0
+    unfused = [0.0, 0.0]  # (forward, backward) bytes of kernels with their own backward (see the *_BYTES tables)
+
+    def chain(table: tuple[float, float], elements: float) -> float:
+        """Add an unfused chain over `elements`; its forward bytes."""
+        unfused[0] += table[0] * elements
+        unfused[1] += table[1] * elements
+        return table[0] * elements
     # attention projections
     if model.kv_lora_rank:
         qk = hd + model.rope_dim
@@ -195,7 +237,10 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
         rope = T * (heads + kv_heads) * hd
         q_out, kv_out = (heads + 2 * kv_heads) * hd, 0.0
     gemm("dense", T, h, heads * v)
-    mem_fwd += 4 * rope  # RoPE reads and writes q and k
+    if _yarn_mscale(model.rope_yarn_factor) != 1.0:  # TE's fused RoPE takes no mscale: Megatron's op chain runs
+        chain(ROPE_UNFUSED_BYTES, rope)
+    else:
+        mem_fwd += ROPE_FUSED_BYTES * rope  # RoPE reads and writes q and k
     mem_fwd += quant_rw * T * heads * v * low  # the out projection's input is cast
     mem_grad_quant += quant_rw * T * (q_out + kv_out + h) * low
 
@@ -252,16 +297,25 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
         te += gemm("expert", per_expert, h, fe, groups=int(local), padded=padded)
         rows = per_expert * local
         act = act_bytes * rows * fe
-        perm = 8 * ACT / 2 * rows * h / shape.etp  # permute + unpermute: read and write each routed row
-        mem_fwd += act + perm + quant_rw * rows * (h / shape.etp + fe) * low
+        # clamped GLU inputs, before the fused activation
+        clamp = chain(CLAMP_BYTES, rows * mult * fe) if model.activation_clamp and model.gated else 0.0
+        # Token permutations, each a permute before the expert GEMMs and an unpermute after: the all-to-all and
+        # DeepEP dispatchers permute locally (`permute` / `unpermute`), the all-to-all one also sorts the received
+        # rows by local expert and back when this GPU holds several experts (`sort_chunks_by_idxs`); HybridEP's
+        # dispatch and combine kernels deliver and take rows in expert order (`_HybridEPManager`: no permute).
+        sorts = {"hybridep": 0}.get(shape.dispatcher, 1) + (shape.dispatcher == "alltoall" and local > 1)
+        perm = chain(PERMUTE_BYTES, 2 * sorts * rows * h / shape.etp)
+        if model.linear_bias:  # fc2 bias added outside the grouped GEMM
+            perm += chain(EXPERT_BIAS_BYTES["fp32" if shape.dispatcher == "hybridep" else "bf16"], rows * h)
+        mem_fwd += act + quant_rw * rows * (h / shape.etp + fe) * low
         mem_grad_quant += quant_rw * rows * (mult * fe + h) * low
-        mlp_fwd += te + (act + perm) / r.hbm
-        if "moe_act" in modules:
-            out.recompute += act / r.hbm
+        mlp_fwd += te + (act + clamp + perm) / r.hbm
+        if "moe_act" in modules:  # the activation (and its clamp) run again in the backward
+            out.recompute += (act + clamp) / r.hbm
         if "moe" in modules:
             out.recompute += mlp_fwd
-    out.mem_fwd = mem_fwd / r.hbm
-    out.mem_bwd = (2 * mem_fwd + mem_grad_quant) / r.hbm
+    out.mem_fwd = (mem_fwd + unfused[0]) / r.hbm
+    out.mem_bwd = (2 * mem_fwd + mem_grad_quant + unfused[1]) / r.hbm
     if shape.recompute == "full":
         out.recompute += out.fwd
     return out

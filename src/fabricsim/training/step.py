@@ -137,7 +137,7 @@ class _Timer:
 def shape_of(model: ModelSpec, par: P.Parallelism) -> Shape:
     return Shape(tokens=par.micro_batch * model.seq / par.cp, tp=par.tp, ep=par.ep, etp=par.etp, sp=par.sp,
                  precision=par.precision, recompute=par.recompute, capacity_factor=par.capacity_factor,
-                 imbalance=par.moe_imbalance)
+                 imbalance=par.moe_imbalance, dispatcher=par.dispatcher)
 
 
 def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, efficiency: float | None = None, *,
