@@ -137,11 +137,12 @@ def rates(gpu, prec: str) -> Rates:
                  exp_flops=E.TENSOR_FLOPS_PER_EXP.get(fam, 256))
 
 
-def _gemm(r: Rates, low: bool, m: float, n: float, k: float, groups: int = 1, padded_m: float | None = None) -> tuple[float, float]:
-    """(forward, backward) seconds of `groups` GEMMs of m x n x k (backward: dgrad with inner dim n, wgrad with
-    inner dim m); `padded_m` is the rows the kernel really computes (grouped GEMMs align each group's rows)."""
+def _gemm_parts(r: Rates, low: bool, m: float, n: float, k: float, groups: int = 1,
+                padded_m: float | None = None) -> tuple[float, float, float]:
+    """(fprop, dgrad, wgrad) seconds of `groups` GEMMs of m x n x k (dgrad's inner dimension is n, wgrad's m);
+    `padded_m` is the rows the kernel really computes (grouped GEMMs align each group's rows)."""
     if m <= 0 or n <= 0 or k <= 0:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     peak, frac = (r.low, r.frac_low) if low else (r.bf16, r.frac_bf16)
     rows = padded_m or m
     flops = 2.0 * rows * n * k * groups
@@ -149,7 +150,13 @@ def _gemm(r: Rates, low: bool, m: float, n: float, k: float, groups: int = 1, pa
     def t(inner: float) -> float:
         return flops / (peak * frac * inner / (inner + E.GEMM_K_HALF))
 
-    return t(k), t(n) + t(rows)
+    return t(k), t(n), t(rows)
+
+
+def _gemm(r: Rates, low: bool, m: float, n: float, k: float, groups: int = 1, padded_m: float | None = None) -> tuple[float, float]:
+    """(forward, backward) seconds of `groups` GEMMs of m x n x k (see `_gemm_parts`)."""
+    f, dgrad, wgrad = _gemm_parts(r, low, m, n, k, groups, padded_m)
+    return f, dgrad + wgrad
 
 
 def _sfu_bound(flops_per_exp: float, head_dim: float, flops_per_score_per_dim: float) -> float:
@@ -175,14 +182,24 @@ def _recompute_set(spec: str) -> frozenset[str]:
     return frozenset(spec.split(","))
 
 
+TP_GEMMS = ("qkv", "proj", "fc1", "fc2")  # the Linear layers Transformer Engine's userbuffers pair with TP collectives
+
+
 def layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTimes:
     """Kernel-level seconds of one transformer layer (dense or MoE) for one micro-batch on one GPU (no framework
     factor)."""
-    return _layer_times(model, shape, r, moe)
+    return _layer(model, shape, r, moe)[0]
+
+
+def tp_gemms(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> dict[str, tuple[float, float, float]]:
+    """(fprop, dgrad, wgrad) kernel-level seconds of the layer's tensor-parallel Linear layers, by `TP_GEMMS` name:
+    the attention's input projections (MLA's down and up projections together), its output projection, and the
+    dense MLP's or the shared experts' fc1 / fc2 (absent in an MoE layer without shared experts)."""
+    return _layer(model, shape, r, moe)[1]
 
 
 @lru_cache(maxsize=4096)
-def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTimes:
+def _layer(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> tuple[PassTimes, dict[str, tuple[float, float, float]]]:
     T, tp, h = shape.tokens, shape.tp, model.hidden
     p = precision(shape.precision)
     low = shape.precision != "bf16"
@@ -194,15 +211,18 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
     quant_w = p.element_bytes * (2 if p.transposed_copy else 1)  # bytes written per quantized element
     quant_rw = ACT * (1 + p.extra_passes) + quant_w  # read BF16 (and extra passes) + write the quantized copies
 
-    def gemm(name: str, m, n, k, lp=True, groups=1, padded=None):
-        f, b = _gemm(r, lp and low, m, n, k, groups, padded)
-        expert = name == "expert"
-        if expert:
+    named: dict[str, tuple[float, float, float]] = {}
+
+    def gemm(name: str, m, n, k, lp=True, groups=1, padded=None, role=""):
+        f, dgrad, wgrad = _gemm_parts(r, lp and low, m, n, k, groups, padded)
+        if name == "expert":
             out.expert_fwd += f
-            out.expert_bwd += b
+            out.expert_bwd += dgrad + wgrad
         else:
             out.gemm_fwd += f
-            out.gemm_bwd += b
+            out.gemm_bwd += dgrad + wgrad
+        if role:
+            named[role] = tuple(a + b for a, b in zip(named.get(role, (0.0, 0.0, 0.0)), (f, dgrad, wgrad)))
         return f
 
     mem_fwd = 0.0  # bytes
@@ -220,12 +240,12 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
         v = model.v_head_dim
         up = 0.0
         if model.q_lora_rank:
-            gemm("dense", T, model.q_lora_rank, h)
-            up += gemm("dense", T, heads * qk, model.q_lora_rank)
+            gemm("dense", T, model.q_lora_rank, h, role="qkv")
+            up += gemm("dense", T, heads * qk, model.q_lora_rank, role="qkv")
         else:
-            gemm("dense", T, heads * qk, h)
-        gemm("dense", T, model.kv_lora_rank + model.rope_dim, h)
-        up += gemm("dense", T, heads * (hd + v), model.kv_lora_rank)
+            gemm("dense", T, heads * qk, h, role="qkv")
+        gemm("dense", T, model.kv_lora_rank + model.rope_dim, h, role="qkv")
+        up += gemm("dense", T, heads * (hd + v), model.kv_lora_rank, role="qkv")
         if "mla_up_proj" in modules:
             out.recompute += up
         rope = T * (heads + 1) * model.rope_dim
@@ -233,10 +253,10 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
     else:
         qk = v = hd
         kv_heads = max(1.0, model.kv_heads / tp)
-        gemm("dense", T, (heads + 2 * kv_heads) * hd, h)
+        gemm("dense", T, (heads + 2 * kv_heads) * hd, h, role="qkv")
         rope = T * (heads + kv_heads) * hd
         q_out, kv_out = (heads + 2 * kv_heads) * hd, 0.0
-    gemm("dense", T, h, heads * v)
+    gemm("dense", T, h, heads * v, role="proj")
     if _yarn_mscale(model.rope_yarn_factor) != 1.0:  # TE's fused RoPE takes no mscale: Megatron's op chain runs
         chain(ROPE_UNFUSED_BYTES, rope)
     else:
@@ -267,8 +287,8 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
         out.recompute += norms / r.hbm
     if not moe:
         f = model.ffn / tp
-        t1 = gemm("dense", T, mult * f, h)
-        t2 = gemm("dense", T, h, f)
+        t1 = gemm("dense", T, mult * f, h, role="fc1")
+        t2 = gemm("dense", T, h, f, role="fc2")
         act = act_bytes * T * f
         mem_fwd += act + quant_rw * T * f * low
         mem_grad_quant += quant_rw * T * (mult * f + h) * low
@@ -279,7 +299,7 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
         mlp_fwd = 0.0
         if model.shared_experts:
             f = model.shared_experts * model.moe_ffn / tp
-            ts = gemm("dense", T, mult * f, h) + gemm("dense", T, h, f)
+            ts = gemm("dense", T, mult * f, h, role="fc1") + gemm("dense", T, h, f, role="fc2")
             mem_fwd += act_bytes * T * f + quant_rw * T * f * low
             mem_grad_quant += quant_rw * T * (mult * f + h) * low
             mlp_fwd += ts
@@ -318,7 +338,7 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
     out.mem_bwd = (2 * mem_fwd + mem_grad_quant + unfused[1]) / r.hbm
     if shape.recompute == "full":
         out.recompute += out.fwd
-    return out
+    return out, named
 
 
 def head_times(model: ModelSpec, shape: Shape, r: Rates) -> PassTimes:

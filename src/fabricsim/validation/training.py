@@ -22,7 +22,8 @@ Layouts follow each framework's documented settings:
   would (`--search`), micro-batch 1 (Megatron-Bridge's and Megatron-LM's example default), the README's overlaps
   (`--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap`) and the distributed optimizer.
 - Narayanan et al. 2021 rows: the run scripts of that paper (Megatron-LM examples/academic_paper_scripts/sc21):
-  `--activations-checkpoint-method uniform` (full recompute), no distributed optimizer, no overlapped reduction,
+  `--activations-checkpoint-method uniform` (full recompute), no distributed optimizer, no overlapped reduction, TP
+  all-reduces (sequence parallelism came a year later, Korthikanti et al. 2022),
   micro-batch 1 for the largest models; the 1T run's layout and batch from run_table_1.sh.
 - MosaicML rows: FSDP FULL_SHARD over all GPUs (ZeRO-3) gathering BF16 weights, full recompute when the row's notes
   say "Activation checkpointing=True".
@@ -221,8 +222,8 @@ def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
                         dispatcher=_bridge_setting(BRIDGE_DISPATCHER, key, gpu, "alltoall"))
     elif fw == "nemo":
         settings.update(recompute="none")
-    elif fw == "narayanan":
-        settings.update(recompute="full", zero=0, dp_overlap=False)
+    elif fw == "narayanan":  # before sequence parallelism (Korthikanti et al. 2022): TP all-reduces
+        settings.update(recompute="full", zero=0, dp_overlap=False, sequence_parallel=False)
     else:  # Megatron-LM README
         settings.update(recompute="selective")
     if tp is None or pp is None:
