@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -26,8 +27,9 @@ def test_calibration_rows_with_engine_meet_target():
                    + format_rows(rows))
     source = {r["id"]: r for r in load_rows(MEASUREMENTS) if r.get("kind") == "training"}
     assert len(rows) == len(source)
-    for r in rows:  # every row runs, except one that publishes nothing to compare
-        assert not r.skipped or ("no published architecture" in r.skipped and _unpublished(source[r.id])), (r.id, r.skipped)
+    for r in rows:  # every row runs; one publishes nothing to compare, and says so (it is not refused)
+        assert not r.skipped, (r.id, r.skipped)
+        assert (r.error_pct is None) == bool(r.unmeasured) == _unpublished(source[r.id]), r.id
     assert median_error(rows) <= TARGET_MEDIAN
     assert p90_error(rows) <= TARGET_P90
     groups = {g for g, *_ in group_summary(rows)}
@@ -39,7 +41,9 @@ def test_skips_say_why_and_bad_lines_error(tmp_path):
     row = {"id": "x", "kind": "training", "model": "GPT 462B", "hardware": {"gpu": "H100-SXM", "total_gpus": 8}}
     f.write_text(json.dumps(row) + "\n" + json.dumps({"kind": "collective"}) + "\n")
     rows = calibration_rows(f, comm_factory=lambda topo: None)
-    assert len(rows) == 1 and "architecture" in rows[0].skipped
+    assert len(rows) == 1 and "no throughput number" in rows[0].unmeasured and "architecture" in rows[0].unmeasured
+    assert "no measurement x: " in format_rows(rows + [replace(rows[0], id="y", unmeasured="", predicted=1.0,
+                                                               measured=1.0, metric="MFU", group="g")])
     with pytest.raises(FabricsimError, match="no calibration row"):
         median_error(rows)
     f.write_text("{not json\n")

@@ -119,6 +119,7 @@ class CalibrationRow:
     memory_gb: float = 0.0
     hbm_gb: float = 0.0
     note: str = ""  # how the modelled run differs from the row's columns, and why
+    unmeasured: str = ""  # why the row has nothing to compare (not a refusal)
 
     @property
     def error_pct(self) -> float | None:
@@ -250,10 +251,13 @@ def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> Calibr
     rid = str(row.get("id", "?"))
     hw = field(row, "hardware", "object", {})
     key = _model_key(field(row, "model", "text", ""))
+    if not _measured(row)[0]:  # nothing to compare: not a refusal
+        reported = field(row, "mfu_reported", "text", "")
+        what = f" (its MFU is given only as '{reported}')" if reported else ""
+        arch = "" if key in MODELS else f"; model '{row.get('model')}' has no published architecture in fabricsim either"
+        return CalibrationRow(rid, "", None, None, unmeasured=f"the row publishes no throughput number{what}{arch}")
     if key not in MODELS:
-        nothing = "" if _measured(row)[0] else " and the row has no number to compare"
-        return CalibrationRow(rid, "", None, None,
-                              f"model '{row.get('model')}' has no published architecture in fabricsim{nothing}")
+        return CalibrationRow(rid, "", None, None, f"model '{row.get('model')}' has no published architecture in fabricsim")
     try:
         gpu = hardware.get_gpu(field(row, "hardware.gpu", "text", ""))
     except FabricsimError:
@@ -266,8 +270,6 @@ def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> Calibr
     if isinstance(par, str):
         return CalibrationRow(rid, "", None, None, par)
     metric, measured = _measured(row)
-    if not metric:
-        return CalibrationRow(rid, "", None, None, "no throughput measurement above zero in the row")
     model = replace(MODELS[key], seq=field(row, "seq", "count", MODELS[key].seq))
     group = f"{'moe' if model.is_moe else 'dense'} {family(gpu)} {par.precision if isinstance(par, P.Parallelism) else par['precision']}"
     try:
@@ -312,7 +314,7 @@ def median_error(rows: list[CalibrationRow]) -> float:
     """Median absolute % error over the compared rows."""
     errors = [r.error_pct for r in rows if r.error_pct is not None]
     if not errors:
-        why = "; ".join(f"{r.id}: {r.skipped}" for r in rows[:3]) + ("; ..." if len(rows) > 3 else "")
+        why = "; ".join(f"{r.id}: {r.skipped or r.unmeasured}" for r in rows[:3]) + ("; ..." if len(rows) > 3 else "")
         raise FabricsimError(f"no calibration row could be compared ({f'skipped {why}' if rows else 'no training rows'}): "
                              "check the file has training rows with layouts")
     return statistics.median(errors)
@@ -348,14 +350,17 @@ def format_rows(rows: list[CalibrationRow]) -> str:
                      f"{mem:>13}  {r.layout}")
     compared = [r.error_pct for r in rows if r.error_pct is not None]
     skipped = [r for r in rows if r.skipped]
+    unmeasured = [r for r in rows if r.unmeasured]
     lines.append(f"compared {len(compared)} rows, median absolute error {median_error(rows):.1f}%, "
-                 f"p90 {p90_error(rows):.1f}%; skipped {len(skipped)}")
+                 f"p90 {p90_error(rows):.1f}%; {len(unmeasured)} without a measurement; skipped {len(skipped)}")
     lines.append(f"{'group (model, GPU family, precision)':<40} {'rows':>4} {'median%':>8} {'p90%':>6}")
     for g, count, med, p90 in group_summary(rows):
         lines.append(f"{g:<40} {count:>4} {med:>8.1f} {p90:>6.1f}")
     for r in rows:
         if r.note:
             lines.append(f"note {r.id}: {r.note}")
+    for r in unmeasured:
+        lines.append(f"no measurement {r.id}: {r.unmeasured}")
     for r in skipped:
         lines.append(f"skipped {r.id}: {r.skipped}")
     return "\n".join(lines)
