@@ -113,3 +113,28 @@ def test_whole_step_default_efficiency_for_flop_counted_work():
     assert E.default_efficiency("ampere", "bf16")[0] == 0.6423
     value, source = E.default_efficiency("ada", "bf16")
     assert value == 0.4644 and source.startswith("ada: no published figure, using hopper's")
+
+
+def test_unfused_megatron_kernels_cost_what_their_op_chains_move():
+    """GPT-OSS's YaRN RoPE (mscale != 1), clamped GLU and fc2 expert bias run as unfused PyTorch chains; the
+    all-to-all dispatcher sorts received rows by local expert; HybridEP permutes inside its dispatch kernels."""
+    gpt_oss, gpu = MODELS["gpt-oss-120b"], get_gpu("GB300")
+    r = C.rates(gpu, "bf16")
+    plain = replace(gpt_oss, rope_yarn_factor=0.0, activation_clamp=0.0, linear_bias=False)
+    t = {name: C.layer_times(m, shape(tokens=16384, ep=64), r, True) for name, m in (("gpt-oss", gpt_oss), ("plain", plain))}
+    rope = 16384 * (64 + 8) * 64  # q and k elements
+    clamp = 16384 * 4 * 2 * 2880  # fc1 output elements (top-4 rows, gated)
+    bias = 16384 * 4 * 2880  # fc2 output elements
+    extra_fwd = (C.ROPE_UNFUSED_BYTES[0] - C.ROPE_FUSED_BYTES) * rope + C.CLAMP_BYTES[0] * clamp + C.EXPERT_BIAS_BYTES["bf16"][0] * bias
+    assert (t["gpt-oss"].mem_fwd - t["plain"].mem_fwd) * r.hbm == pytest.approx(extra_fwd, rel=1e-9)
+    assert t["gpt-oss"].mem_bwd > t["plain"].mem_bwd
+    assert C._yarn_mscale(32.0) == pytest.approx(1.3466, abs=1e-4) and C._yarn_mscale(0.0) == 1.0
+    # permutations: 2 experts per GPU under all-to-all (permute + sort by expert), 1 expert (permute only), HybridEP
+    perm = {}
+    for key, ep, dispatcher in (("a2a-2", 64, "alltoall"), ("a2a-1", 128, "alltoall"), ("deepep-2", 64, "deepep"),
+                                ("hybridep-2", 64, "hybridep")):
+        perm[key] = C.layer_times(plain, shape(tokens=16384, ep=ep, dispatcher=dispatcher), r, True).mem_fwd
+    routed_bytes = 2 * C.PERMUTE_BYTES[0] * 16384 * 4 * 2880 / r.hbm  # a permute and an unpermute of every routed row
+    assert perm["a2a-2"] - perm["deepep-2"] == pytest.approx(routed_bytes, rel=1e-9)
+    assert perm["deepep-2"] - perm["hybridep-2"] == pytest.approx(routed_bytes, rel=1e-9)
+    assert perm["a2a-1"] == pytest.approx(perm["deepep-2"], rel=1e-9)

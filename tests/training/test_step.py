@@ -136,3 +136,37 @@ def test_cpu_offloading_is_exposed_only_past_the_passes(h100):
     r = step_time(model, par, h100, AlphaBeta())  # PCIe Gen5: 40 layers' activations per pass
     assert r.compute_parts["offload"] >= 0
     assert step_time(model, replace(par, offload_layers=0), h100, AlphaBeta()).compute_parts["offload"] == 0
+
+
+def test_userbuffers_pair_each_tp_collective_with_its_gemm():
+    """Ring exchange hides a gather behind tp - 1 of its GEMM's tp chunks; a pipelined reduce-scatter always leaves
+    its last chunk; bulk overlap hides what the GEMM covers."""
+    from fabricsim.training.step import UB_PIPELINE_SPLITS, _tp_overlap_exposed
+
+    big = {"qkv": (1.0, 1.0, 1.0), "proj": (1.0, 1.0, 1.0)}
+    assert _tp_overlap_exposed(big, 0.5, 0.5, 4, True, 1.0) == 0.0  # every GEMM outlasts its collective
+    assert _tp_overlap_exposed(big, 0.5, 0.5, 4, False, 1.0) == pytest.approx(0.5 / UB_PIPELINE_SPLITS)
+    small = {"qkv": (0.1, 0.1, 0.1), "proj": (0.1, 0.1, 0.1)}
+    ring = 3 * (0.5 / 3 - 0.1 / 4)  # (tp - 1) max(0, c / (tp - 1) - g / tp)
+    bulk = 0.5 - 0.1
+    assert _tp_overlap_exposed(small, 0.5, 0.5, 4, True, 1.0) == pytest.approx(3 * ring + 2 * bulk)
+    assert _tp_overlap_exposed(small, 0.5, 0.5, 4, True, 1.0, refwd=True) == pytest.approx(5 * ring + 2 * bulk)
+    assert _tp_overlap_exposed(small, 0.5, 0.5, 4, True, 10.0) == 0.0  # slower GEMMs hide more
+
+
+def test_tp_collectives_per_layer_and_recompute(h100):
+    """Sequence parallelism: 6 gathers + 4 reduce-scatters a layer; full recompute adds the forward's 2 + 2; the
+    pipeline sends 1/tp of the activations from each TP rank with or without SP."""
+    par = P.Parallelism(tp=8, pp=2, dp=1, global_batch=4, precision="bf16", recompute="none")
+    base = run(par)
+    gathers = base.call_time["tp:all_gather"] * 6 + base.call_time["tp:reduce_scatter"] * 4
+    assert base.comm_total["tp"] == pytest.approx(gathers * L70.layers / 2 * 4)
+    full = run(replace(par, recompute="full"))
+    assert full.comm_total["tp"] == pytest.approx(base.comm_total["tp"] * 14 / 10)
+    comm_sp, comm_ar = AlphaBeta(), AlphaBeta()
+    run(par, comm_sp)
+    run(replace(par, sequence_parallel=False), comm_ar)
+    sends = {c[2] for c in comm_sp.calls if c[0] == "sendrecv"} | {c[2] for c in comm_ar.calls if c[0] == "sendrecv"}
+    assert sends == {L70.seq * L70.hidden * 2 / 8}
+    overlapped = run(replace(par, tp_overlap=True))
+    assert 0 < overlapped.exposed["tp"] < base.exposed["tp"] == base.comm_total["tp"]

@@ -141,12 +141,18 @@ def test_training_bad_field_is_an_error(tmp_path, capsys, path, value, expect):
 @pytest.mark.parametrize("path, value, reason", [
     ("precision", "int4", "precision 'int4' is not modelled: fabricsim times bf16, fp8, fp8-block, mxfp8, nvfp4"),
     ("dp", 3, "tp*pp*cp*dp = 1*1*1*3 does not match the 64 GPUs"),
-    ("tokens_per_s_per_gpu", None, None),  # falls back to tflops_per_gpu, absent here: skipped
 ])
 def test_training_rows_it_cannot_score_are_skipped_with_the_reason(tmp_path, path, value, reason):
     (row,) = calibration_rows(write(tmp_path, changed(TRAIN, path, value)), comm_factory=lambda topo: None)
     assert row.predicted is None and row.error_pct is None
-    assert row.skipped.startswith(reason or "no throughput measurement")
+    assert row.skipped.startswith(reason)
+
+
+def test_a_training_row_without_a_measurement_is_not_a_refusal(tmp_path):
+    """tokens_per_s_per_gpu gone and no tflops_per_gpu or mfu to fall back to: nothing to compare, said as such."""
+    (row,) = calibration_rows(write(tmp_path, changed(TRAIN, "tokens_per_s_per_gpu", None)), comm_factory=lambda topo: None)
+    assert row.predicted is None and not row.skipped
+    assert row.unmeasured.startswith("the row publishes no throughput number")
 
 
 def test_training_all_skipped_says_why(tmp_path, capsys):

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -26,8 +27,9 @@ def test_calibration_rows_with_engine_meet_target():
                    + format_rows(rows))
     source = {r["id"]: r for r in load_rows(MEASUREMENTS) if r.get("kind") == "training"}
     assert len(rows) == len(source)
-    for r in rows:  # every row runs, except one that publishes nothing to compare
-        assert not r.skipped or ("no published architecture" in r.skipped and _unpublished(source[r.id])), (r.id, r.skipped)
+    for r in rows:  # every row runs; one publishes nothing to compare, and says so (it is not refused)
+        assert not r.skipped, (r.id, r.skipped)
+        assert (r.error_pct is None) == bool(r.unmeasured) == _unpublished(source[r.id]), r.id
     assert median_error(rows) <= TARGET_MEDIAN
     assert p90_error(rows) <= TARGET_P90
     groups = {g for g, *_ in group_summary(rows)}
@@ -39,7 +41,9 @@ def test_skips_say_why_and_bad_lines_error(tmp_path):
     row = {"id": "x", "kind": "training", "model": "GPT 462B", "hardware": {"gpu": "H100-SXM", "total_gpus": 8}}
     f.write_text(json.dumps(row) + "\n" + json.dumps({"kind": "collective"}) + "\n")
     rows = calibration_rows(f, comm_factory=lambda topo: None)
-    assert len(rows) == 1 and "architecture" in rows[0].skipped
+    assert len(rows) == 1 and "no throughput number" in rows[0].unmeasured and "architecture" in rows[0].unmeasured
+    assert "no measurement x: " in format_rows(rows + [replace(rows[0], id="y", unmeasured="", predicted=1.0,
+                                                               measured=1.0, metric="MFU", group="g")])
     with pytest.raises(FabricsimError, match="no calibration row"):
         median_error(rows)
     f.write_text("{not json\n")
@@ -63,3 +67,21 @@ def test_row_settings_follow_each_source():
            "fsdp": 0, "micro_batch": 1, "global_batch": 256, "precision": "NVFP4", "hardware": {"gpu": "GB200"}}
     par = V._layout(row, 64, "llama3-70b", V._framework(row))
     assert not par.tp_overlap and not par.grad_fp32 and par.precision == "nvfp4" and par.zero == 1
+
+
+def test_bridge_rows_run_as_their_configs_set():
+    from fabricsim.validation import training as V
+
+    gpt_oss = {"id": "g", "framework": "Megatron-Bridge/Megatron-Core", "tp": 1, "pp": 1, "cp": 1, "dp": 64, "ep": 8,
+               "fsdp": 0, "micro_batch": 4, "global_batch": 1280, "precision": "BF16"}
+    for gpu, recompute, dispatcher in (("GB300", "none", "alltoall"), ("B300", "none", "hybridep"),
+                                       ("B200", "layernorm,moe_act", "hybridep"), ("H100-SXM", "layernorm,moe_act", "alltoall")):
+        par = V._layout(dict(gpt_oss, hardware={"gpu": gpu}), 64, "gpt-oss-120b", "megatron-bridge")
+        assert (par.recompute, par.dispatcher) == (recompute, dispatcher), gpu
+    llama = {"id": "l", "framework": "Megatron-Bridge/Megatron-Core", "tp": 1, "pp": 1, "cp": 1, "dp": 64, "vp": None,
+             "fsdp": 0, "micro_batch": 2, "global_batch": 256, "precision": "NVFP4", "hardware": {"gpu": "GB300"}}
+    par = V._layout(llama, 64, "llama3-70b", "megatron-bridge")
+    assert (par.tp, par.pp, par.vp, par.dp, par.micro_batch, par.zero, par.recompute) == (1, 4, 5, 16, 1, 1, "none")
+    fields, note = V._config_layout(llama, "llama3-70b", "nvfp4")
+    assert fields["pp"] == 4 and "pp 1" in note and "micro_batch 2" in note
+    assert V._config_layout(dict(llama, hardware={"gpu": "GB200"}), "llama3-70b", "nvfp4") == ({}, "")

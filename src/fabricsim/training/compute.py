@@ -16,7 +16,13 @@ with sequence parallelism the norms, residuals and dropouts see T / tp rows):
   2.5x the forward FLOPs.
 - Memory-bound bytes: norms, residual adds, RoPE, the activation, MoE permute / unpermute, quantization casts of
   every low-precision GEMM input (and of every output gradient in the backward), the fused cross-entropy over the
-  vocabulary shard; the backward streams twice the forward's elementwise bytes.
+  vocabulary shard; the backward streams twice the forward's elementwise bytes. Where Megatron-Core (core_v0.16)
+  leaves a kernel unfused, its passes are counted as it runs them: RoPE with a YaRN mscale other than 1 (TE's fused
+  RoPE does not take one: `rope_utils.apply_rotary_pos_emb` falls back to `_apply_rotary_pos_emb_bshd`), the
+  all-to-all dispatcher's second permutation that sorts received tokens by local expert (`sort_chunks_by_idxs`,
+  when a GPU holds more than one expert), the clamp of a clamped GLU's inputs (`weighted_bias_quick_geglu_impl`:
+  two clamps and a concatenation before the fused activation) and the routed experts' fc2 bias, which
+  `TEGroupedMLP` adds outside the grouped GEMM (skip_bias_add, then `_apply_bias`: bias x prob, add, concatenate).
 Recompute adds the forward of what it recomputes to the backward: 'selective' the core attention (Megatron's
 default module), 'full' the whole layer, or any of Megatron-Core's `recompute_modules`.
 """
@@ -32,6 +38,28 @@ from fabricsim.training.models import ModelSpec
 from fabricsim.training.precision import gemm_peak, precision
 
 ACT = 2.0  # bytes per BF16 activation element
+# Unfused Megatron-Core kernels: (forward, backward) bytes per element of the tensor they act on, as their PyTorch
+# op chains run them in BF16 (2 bytes a read or a write; a view costs nothing, a product's backward reads the
+# saved operand). They take their own backward instead of the fused kernels' "twice the forward".
+# RoPE `_apply_rotary_pos_emb_bshd` on q and k: rotate_half (negate a half: 0.5 + 0.5 passes, concatenate: 1 + 1),
+# t * cos (1 + 1), rotated * sin (1 + 1), their sum (2 + 1), concatenation with the unrotated part (1 + 1): 12 passes;
+# backward: the two products (2 + 2), the negation (0.5 + 0.5), concatenating the halves' gradients (1 + 1), the sum
+# of the two paths (2 + 1): 10. The fused RoPE kernel reads and writes once (4 bytes).
+ROPE_UNFUSED_BYTES, ROPE_FUSED_BYTES = (24.0, 20.0), 4.0
+# Clamped GLU (`weighted_bias_quick_geglu_impl`), per element of the fc1 output: each half clamped (1 + 1) and the
+# halves concatenated (1 + 1); backward: clamp's masked gradient (grad and input read, 2 + 1), the chunk's gradient
+# concatenated (1 + 1).
+CLAMP_BYTES = (8.0, 10.0)
+# Routed experts' fc2 bias (`TEGroupedMLP._apply_bias`, split per expert), per element of the fc2 output: bias x prob
+# (write 1), added to the output (2 + 1), experts concatenated (1 + 1); backward: the bias and prob gradients, each a
+# product (2 + 2) and a reduction (2): 12 + 12 bytes with BF16 probs. HybridEP hands the experts FP32 probs
+# ("HybridEP only supports float32 probs": `_HybridEPManager.dispatch` upcasts them), so the chain runs in FP32 and is
+# cast back: 4 (product) + 2 + 4 + 4 (add) + 4 + 4 (concatenate) + 4 + 2 (cast) = 28 bytes; backward: the casts'
+# gradients (2 + 4, 4 + 2), the two products (4 + 4 each) and reductions (4 each) = 36.
+EXPERT_BIAS_BYTES = {"bf16": (12.0, 12.0), "fp32": (28.0, 36.0)}
+# A token permutation (fused permute / unpermute / `sort_chunks_by_idxs`) reads and writes each routed row once, and
+# its backward is the inverse permutation.
+PERMUTE_BYTES = (4.0, 4.0)
 RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
 
 
@@ -48,6 +76,7 @@ class Shape:
     recompute: str  # 'none' | 'selective' | 'full' | comma-separated recompute_modules
     capacity_factor: float  # 0: dropless
     imbalance: float = 1.0  # routed rows on the busiest EP rank over the mean
+    dispatcher: str = "alltoall"  # MoE token dispatcher (what permutations run beside the all-to-all)
 
 
 @dataclass
@@ -108,11 +137,12 @@ def rates(gpu, prec: str) -> Rates:
                  exp_flops=E.TENSOR_FLOPS_PER_EXP.get(fam, 256))
 
 
-def _gemm(r: Rates, low: bool, m: float, n: float, k: float, groups: int = 1, padded_m: float | None = None) -> tuple[float, float]:
-    """(forward, backward) seconds of `groups` GEMMs of m x n x k (backward: dgrad with inner dim n, wgrad with
-    inner dim m); `padded_m` is the rows the kernel really computes (grouped GEMMs align each group's rows)."""
+def _gemm_parts(r: Rates, low: bool, m: float, n: float, k: float, groups: int = 1,
+                padded_m: float | None = None) -> tuple[float, float, float]:
+    """(fprop, dgrad, wgrad) seconds of `groups` GEMMs of m x n x k (dgrad's inner dimension is n, wgrad's m);
+    `padded_m` is the rows the kernel really computes (grouped GEMMs align each group's rows)."""
     if m <= 0 or n <= 0 or k <= 0:
-        return 0.0, 0.0
+        return 0.0, 0.0, 0.0
     peak, frac = (r.low, r.frac_low) if low else (r.bf16, r.frac_bf16)
     rows = padded_m or m
     flops = 2.0 * rows * n * k * groups
@@ -120,7 +150,13 @@ def _gemm(r: Rates, low: bool, m: float, n: float, k: float, groups: int = 1, pa
     def t(inner: float) -> float:
         return flops / (peak * frac * inner / (inner + E.GEMM_K_HALF))
 
-    return t(k), t(n) + t(rows)
+    return t(k), t(n), t(rows)
+
+
+def _gemm(r: Rates, low: bool, m: float, n: float, k: float, groups: int = 1, padded_m: float | None = None) -> tuple[float, float]:
+    """(forward, backward) seconds of `groups` GEMMs of m x n x k (see `_gemm_parts`)."""
+    f, dgrad, wgrad = _gemm_parts(r, low, m, n, k, groups, padded_m)
+    return f, dgrad + wgrad
 
 
 def _sfu_bound(flops_per_exp: float, head_dim: float, flops_per_score_per_dim: float) -> float:
@@ -132,6 +168,12 @@ def _sfu_bound(flops_per_exp: float, head_dim: float, flops_per_score_per_dim: f
     return bound(head_dim) / bound(128.0)
 
 
+def _yarn_mscale(factor: float) -> float:
+    """YaRN's attention scale for a RoPE scaling factor (Megatron-Core `_yarn_get_mscale` with mscale 1:
+    0.1 ln(factor) + 1; 1 for plain RoPE)."""
+    return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
+
+
 def _recompute_set(spec: str) -> frozenset[str]:
     if spec in ("none", "full"):
         return frozenset()
@@ -140,14 +182,24 @@ def _recompute_set(spec: str) -> frozenset[str]:
     return frozenset(spec.split(","))
 
 
+TP_GEMMS = ("qkv", "proj", "fc1", "fc2")  # the Linear layers Transformer Engine's userbuffers pair with TP collectives
+
+
 def layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTimes:
     """Kernel-level seconds of one transformer layer (dense or MoE) for one micro-batch on one GPU (no framework
     factor)."""
-    return _layer_times(model, shape, r, moe)
+    return _layer(model, shape, r, moe)[0]
+
+
+def tp_gemms(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> dict[str, tuple[float, float, float]]:
+    """(fprop, dgrad, wgrad) kernel-level seconds of the layer's tensor-parallel Linear layers, by `TP_GEMMS` name:
+    the attention's input projections (MLA's down and up projections together), its output projection, and the
+    dense MLP's or the shared experts' fc1 / fc2 (absent in an MoE layer without shared experts)."""
+    return _layer(model, shape, r, moe)[1]
 
 
 @lru_cache(maxsize=4096)
-def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTimes:
+def _layer(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> tuple[PassTimes, dict[str, tuple[float, float, float]]]:
     T, tp, h = shape.tokens, shape.tp, model.hidden
     p = precision(shape.precision)
     low = shape.precision != "bf16"
@@ -159,31 +211,41 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
     quant_w = p.element_bytes * (2 if p.transposed_copy else 1)  # bytes written per quantized element
     quant_rw = ACT * (1 + p.extra_passes) + quant_w  # read BF16 (and extra passes) + write the quantized copies
 
-    def gemm(name: str, m, n, k, lp=True, groups=1, padded=None):
-        f, b = _gemm(r, lp and low, m, n, k, groups, padded)
-        expert = name == "expert"
-        if expert:
+    named: dict[str, tuple[float, float, float]] = {}
+
+    def gemm(name: str, m, n, k, lp=True, groups=1, padded=None, role=""):
+        f, dgrad, wgrad = _gemm_parts(r, lp and low, m, n, k, groups, padded)
+        if name == "expert":
             out.expert_fwd += f
-            out.expert_bwd += b
+            out.expert_bwd += dgrad + wgrad
         else:
             out.gemm_fwd += f
-            out.gemm_bwd += b
+            out.gemm_bwd += dgrad + wgrad
+        if role:
+            named[role] = tuple(a + b for a, b in zip(named.get(role, (0.0, 0.0, 0.0)), (f, dgrad, wgrad)))
         return f
 
     mem_fwd = 0.0  # bytes
     mem_grad_quant = 0.0
+    unfused = [0.0, 0.0]  # (forward, backward) bytes of kernels with their own backward (see the *_BYTES tables)
+
+    def chain(table: tuple[float, float], elements: float) -> float:
+        """Add an unfused chain over `elements`; its forward bytes."""
+        unfused[0] += table[0] * elements
+        unfused[1] += table[1] * elements
+        return table[0] * elements
     # attention projections
     if model.kv_lora_rank:
         qk = hd + model.rope_dim
         v = model.v_head_dim
         up = 0.0
         if model.q_lora_rank:
-            gemm("dense", T, model.q_lora_rank, h)
-            up += gemm("dense", T, heads * qk, model.q_lora_rank)
+            gemm("dense", T, model.q_lora_rank, h, role="qkv")
+            up += gemm("dense", T, heads * qk, model.q_lora_rank, role="qkv")
         else:
-            gemm("dense", T, heads * qk, h)
-        gemm("dense", T, model.kv_lora_rank + model.rope_dim, h)
-        up += gemm("dense", T, heads * (hd + v), model.kv_lora_rank)
+            gemm("dense", T, heads * qk, h, role="qkv")
+        gemm("dense", T, model.kv_lora_rank + model.rope_dim, h, role="qkv")
+        up += gemm("dense", T, heads * (hd + v), model.kv_lora_rank, role="qkv")
         if "mla_up_proj" in modules:
             out.recompute += up
         rope = T * (heads + 1) * model.rope_dim
@@ -191,11 +253,14 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
     else:
         qk = v = hd
         kv_heads = max(1.0, model.kv_heads / tp)
-        gemm("dense", T, (heads + 2 * kv_heads) * hd, h)
+        gemm("dense", T, (heads + 2 * kv_heads) * hd, h, role="qkv")
         rope = T * (heads + kv_heads) * hd
         q_out, kv_out = (heads + 2 * kv_heads) * hd, 0.0
-    gemm("dense", T, h, heads * v)
-    mem_fwd += 4 * rope  # RoPE reads and writes q and k
+    gemm("dense", T, h, heads * v, role="proj")
+    if _yarn_mscale(model.rope_yarn_factor) != 1.0:  # TE's fused RoPE takes no mscale: Megatron's op chain runs
+        chain(ROPE_UNFUSED_BYTES, rope)
+    else:
+        mem_fwd += ROPE_FUSED_BYTES * rope  # RoPE reads and writes q and k
     mem_fwd += quant_rw * T * heads * v * low  # the out projection's input is cast
     mem_grad_quant += quant_rw * T * (q_out + kv_out + h) * low
 
@@ -222,8 +287,8 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
         out.recompute += norms / r.hbm
     if not moe:
         f = model.ffn / tp
-        t1 = gemm("dense", T, mult * f, h)
-        t2 = gemm("dense", T, h, f)
+        t1 = gemm("dense", T, mult * f, h, role="fc1")
+        t2 = gemm("dense", T, h, f, role="fc2")
         act = act_bytes * T * f
         mem_fwd += act + quant_rw * T * f * low
         mem_grad_quant += quant_rw * T * (mult * f + h) * low
@@ -234,7 +299,7 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
         mlp_fwd = 0.0
         if model.shared_experts:
             f = model.shared_experts * model.moe_ffn / tp
-            ts = gemm("dense", T, mult * f, h) + gemm("dense", T, h, f)
+            ts = gemm("dense", T, mult * f, h, role="fc1") + gemm("dense", T, h, f, role="fc2")
             mem_fwd += act_bytes * T * f + quant_rw * T * f * low
             mem_grad_quant += quant_rw * T * (mult * f + h) * low
             mlp_fwd += ts
@@ -252,19 +317,28 @@ def _layer_times(model: ModelSpec, shape: Shape, r: Rates, moe: bool) -> PassTim
         te += gemm("expert", per_expert, h, fe, groups=int(local), padded=padded)
         rows = per_expert * local
         act = act_bytes * rows * fe
-        perm = 8 * ACT / 2 * rows * h / shape.etp  # permute + unpermute: read and write each routed row
-        mem_fwd += act + perm + quant_rw * rows * (h / shape.etp + fe) * low
+        # clamped GLU inputs, before the fused activation
+        clamp = chain(CLAMP_BYTES, rows * mult * fe) if model.activation_clamp and model.gated else 0.0
+        # Token permutations, each a permute before the expert GEMMs and an unpermute after: the all-to-all and
+        # DeepEP dispatchers permute locally (`permute` / `unpermute`), the all-to-all one also sorts the received
+        # rows by local expert and back when this GPU holds several experts (`sort_chunks_by_idxs`); HybridEP's
+        # dispatch and combine kernels deliver and take rows in expert order (`_HybridEPManager`: no permute).
+        sorts = {"hybridep": 0}.get(shape.dispatcher, 1) + (shape.dispatcher == "alltoall" and local > 1)
+        perm = chain(PERMUTE_BYTES, 2 * sorts * rows * h / shape.etp)
+        if model.linear_bias:  # fc2 bias added outside the grouped GEMM
+            perm += chain(EXPERT_BIAS_BYTES["fp32" if shape.dispatcher == "hybridep" else "bf16"], rows * h)
+        mem_fwd += act + quant_rw * rows * (h / shape.etp + fe) * low
         mem_grad_quant += quant_rw * rows * (mult * fe + h) * low
-        mlp_fwd += te + (act + perm) / r.hbm
-        if "moe_act" in modules:
-            out.recompute += act / r.hbm
+        mlp_fwd += te + (act + clamp + perm) / r.hbm
+        if "moe_act" in modules:  # the activation (and its clamp) run again in the backward
+            out.recompute += (act + clamp) / r.hbm
         if "moe" in modules:
             out.recompute += mlp_fwd
-    out.mem_fwd = mem_fwd / r.hbm
-    out.mem_bwd = (2 * mem_fwd + mem_grad_quant) / r.hbm
+    out.mem_fwd = (mem_fwd + unfused[0]) / r.hbm
+    out.mem_bwd = (2 * mem_fwd + mem_grad_quant + unfused[1]) / r.hbm
     if shape.recompute == "full":
         out.recompute += out.fwd
-    return out
+    return out, named
 
 
 def head_times(model: ModelSpec, shape: Shape, r: Rates) -> PassTimes:

@@ -149,7 +149,8 @@ def memory(model: ModelSpec, par) -> Memory:
     tp_div = par.tp if par.sp or par.tp == 1 else 1.0
     dense_layers, moe_layers = _resident(plan.dense[0], plan.moe[0], par.offload_layers)
     layer_bytes = sbh * (dense_layers * dense_units + moe_layers * moe_units) / tp_div
-    if not par.sp and par.tp > 1:  # without SP only the TP-split widths shrink (Korthikanti: 10 + 24/t)
+    if not par.sp and par.tp > 1 and par.recompute != "full":  # without SP only the TP-split widths shrink
+        # (Korthikanti: 10 + 24/t); full recompute keeps each layer's whole input (2 sbh, Korthikanti et al. 2022 sec. 5)
         layer_bytes = sbh * (dense_layers * (10 + (dense_units - 10) / par.tp) + moe_layers * (10 + (moe_units - 10) / par.tp))
     m = par.micro_batches
     in_flight = min(par.pp, m) if par.vp == 1 else par.pp

@@ -65,7 +65,8 @@ class ModelSpec:
     Sliding windows: `windowed_layers` of the layers attend to the last `window` tokens only (GPT-OSS alternates
     banded and dense layers). `mtp_layers`: DeepSeek-V3 multi-token-prediction modules (one transformer layer,
     a 2h -> h projection and the shared output head each). `activation`: the MLP's nonlinearity ('silu' for
-    SwiGLU; FLOP conventions that count gating only for SiLU read it).
+    SwiGLU; FLOP conventions that count gating only for SiLU read it). `linear_bias`, `activation_clamp` and
+    `rope_yarn_factor` change which kernels Megatron-Core runs (see `training.compute`), not the FLOPs.
     """
 
     name: Annotated[str, Meta(min_length=1)]
@@ -96,6 +97,10 @@ class ModelSpec:
     dropout: Annotated[float, Meta(ge=0, lt=1)] = 0.0  # hidden / attention dropout: masks kept for the backward (1 B each)
     router_groups: Count = 0  # group-limited routing: experts in this many groups (DeepSeek-V3 n_group)
     router_group_topk: Count = 0  # ... of which a token uses this many (topk_group)
+    linear_bias: bool = False  # biases on the Linear layers (Megatron add_bias_linear)
+    # the GLU's inputs clamped to this magnitude (activation_func_clamp_value; 0: none), 1e5x GPT-OSS's 7
+    activation_clamp: Annotated[float, Meta(ge=0, le=1e6)] = 0.0
+    rope_yarn_factor: Annotated[float, Meta(ge=0, le=MAX_SEQ)] = 0.0  # YaRN RoPE scaling factor (0: plain RoPE)
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -257,10 +262,12 @@ MODELS: dict[str, ModelSpec] = {
                   "671B total / 37B active (MTP module excluded)"),
         _m(name="gpt-oss-120b", layers=36, hidden=2880, heads=64, kv_heads=8, head_dim=64, ffn=2880, vocab=201088, seq=4096,
            experts=128, top_k=4, moe_ffn=2880, window=128, windowed_layers=18, activation="quick-gelu",
+           linear_bias=True, activation_clamp=7.0, rope_yarn_factor=32.0,
            source="OpenAI gpt-oss-120b model card (arXiv:2508.10925) Table 1 and sec. 2.1: 36 layers, residual width 2880, 128 experts "
                   "(width 2880, SwiGLU) top-4, 64 query heads of 64 dims and 8 KV heads (GQA), layers alternate a 128-token banded window and "
                   "dense attention, o200k_harmony vocab 201,088; 116.8B total / 5.1B active; Megatron-Bridge models/gpt_oss/gpt_oss_provider.py "
-                  "(window_size (128, 0), window_attn_skip_freq 2, quick_gelu GLU); seq 4096 is the Megatron-Bridge performance recipe's"),
+                  "(window_size (128, 0), window_attn_skip_freq 2, quick_gelu GLU, add_bias_linear, activation_func_clamp_value 7.0, "
+                  "YaRN RoPE with yarn_rotary_scaling_factor 32); seq 4096 is the Megatron-Bridge performance recipe's"),
         _m(name="gpt3-175b-v131k", layers=96, hidden=12288, heads=96, kv_heads=96, ffn=49152, vocab=131072, seq=4096,
            gated=False, tied_embeddings=True, activation="gelu",
            source="NVIDIA/Megatron-LM README (Performance benchmarking): 'the standard GPT-3 model (slightly more than 175 billion parameters "

@@ -8,10 +8,14 @@ Time per step = compute + exposed TP + exposed CP + exposed EP + exposed PP + pi
   hardware FLOPs (model FLOPs + recompute) at that fraction of the precision's dense peak, split as the kernel model
   splits them.
 - TP (Megatron-LM, Shoeybi et al. 2019; Korthikanti et al. 2022): per layer and micro-batch 2 all-reduces forward +
-  2 backward of b*s*h activations; with sequence parallelism each becomes an all-gather plus a reduce-scatter (the
-  backward also re-gathers the saved inputs: 4 + 4 per layer). An MoE layer with etp = 1 keeps the attention's half
-  (and its shared experts'). Exposed unless `tp_overlap` (TE userbuffers, which need sequence parallelism), where it
-  hides behind the layers' dense GEMMs: exposed = max(0, comm - GEMM time).
+  2 backward of b*s*h activations; with sequence parallelism all-gathers and reduce-scatters instead, one pair per
+  Linear as Transformer Engine's userbuffers name them (`module/base.py` initialize_ub): forward qkv_fprop and fc1_fprop
+  gather, proj_fprop and fc2_fprop reduce-scatter; backward proj_dgrad and fc2_dgrad gather the output gradient,
+  qkv_dgrad and fc1_dgrad re-gather the saved input for the weight gradient, qkv_wgrad and fc1_wgrad reduce-scatter
+  the input gradient: 6 all-gathers + 4 reduce-scatters a layer; full recompute repeats the forward's (Korthikanti
+  et al. 2022 sec. 5: recomputation reruns the forward's communication). An MoE layer with etp = 1 keeps the attention's
+  (and its shared experts'). Exposed unless `tp_overlap` (TE userbuffers, which need sequence parallelism), where each
+  collective overlaps only the GEMM it is paired with, as its method runs (`_tp_overlap_exposed`).
 - CP (Megatron-Core ring attention): per layer, forward all-gathers K,V over the CP group, backward all-gathers K,V and
   reduce-scatters dK,dV; it overlaps the attention kernels: exposed = max(0, comm - attention time).
 - EP: per MoE layer dispatch + combine all-to-all forward and the same two backward (each rank sends its
@@ -20,8 +24,10 @@ Time per step = compute + exposed TP + exposed CP + exposed EP + exposed PP + pi
   flex dispatchers, DeepEP and HybridEP, turn it off: Megatron-Bridge `apply_flex_dispatcher_backend`), and
   with `ep_overlap` (overlap_moe_expert_parallel_comm, DeepSeek-V3's dual-micro-batch overlap) the all-to-alls of one
   micro-batch hide behind the other's compute: exposed = max(0, comm - compute of the MoE layers).
-- PP: per micro-batch and virtual stage one activation send forward and one gradient send backward of b*s*h/(tp with
-  SP) bytes; the 1F1B critical path crosses 2*(m*vp + pp - 1) of them, exposed.
+- PP: per micro-batch and virtual stage one activation send forward and one gradient send backward of b*s*h/tp
+  bytes per GPU (the SP shard; without SP Megatron's scatter/gather optimization sends 1/tp from each TP rank and
+  all-gathers it over NVLink at the receiver, Narayanan et al. 2021 sec. 4.1); the 1F1B critical path crosses
+  2*(m*vp + pp - 1) of them, exposed.
 - Bubble: (pp - 1)/(m*vp) of the busiest rank's per-micro-batch critical path (compute + exposed TP/CP/EP)
   (Narayanan et al. 2021, sec. 2.2: 1F1B (p-1)/m, interleaved (p-1)/(m*v)).
 - DP (Megatron overlap-grad-reduce / overlap-param-gather, `dp_overlap`): gradients are reduced once per step in
@@ -43,7 +49,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from fabricsim.training import parallel as P
-from fabricsim.training.compute import PassTimes, Shape, optimizer_time, stage_compute
+from fabricsim.training.compute import PassTimes, Shape, optimizer_time, rates, stage_compute, tp_gemms
 from fabricsim.training.memory import Memory
 from fabricsim.training.models import ModelSpec
 from fabricsim.training.precision import gemm_peak, precision
@@ -137,7 +143,7 @@ class _Timer:
 def shape_of(model: ModelSpec, par: P.Parallelism) -> Shape:
     return Shape(tokens=par.micro_batch * model.seq / par.cp, tp=par.tp, ep=par.ep, etp=par.etp, sp=par.sp,
                  precision=par.precision, recompute=par.recompute, capacity_factor=par.capacity_factor,
-                 imbalance=par.moe_imbalance)
+                 imbalance=par.moe_imbalance, dispatcher=par.dispatcher)
 
 
 def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, efficiency: float | None = None, *,
@@ -171,13 +177,23 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
     tp = P.tp_groups(par)
     moe_tp = 0.5 + (0.5 if model.shared_experts or par.etp > 1 else 0.0)  # share of a dense layer's TP calls
     tp_layers = dense_layers + moe_tp * moe_layers
+    refwd = par.recompute == "full"  # full recompute runs each layer's forward, and its TP collectives, twice
     if par.sp:
-        per_layer = 4 * (timer("tp", "all_gather", tp, act) + timer("tp", "reduce_scatter", tp, act))
+        ag, rs = timer("tp", "all_gather", tp, act), timer("tp", "reduce_scatter", tp, act)
+        per_layer = (6 + 2 * refwd) * ag + (4 + 2 * refwd) * rs
     else:
-        per_layer = 4 * timer("tp", "all_reduce", tp, act)
+        ag = rs = 0.0
+        per_layer = (4 + 2 * refwd) * timer("tp", "all_reduce", tp, act)
     total["tp"] = per_layer * tp_layers * m
-    gemm = m * (per_mb.gemm_fwd + per_mb.gemm_bwd)
-    exposed["tp"] = max(0.0, total["tp"] - gemm) if par.tp_overlap and par.sp else total["tp"]  # userbuffers need SP
+    exposed["tp"] = total["tp"]
+    if par.tp_overlap and par.sp and total["tp"]:  # userbuffers need sequence parallelism
+        scale = per_mb.total / sc.times.total / sc.factor if sc.times.total else 0.0  # framework factor, --efficiency
+        r = rates(gpu, par.precision)
+        shape = shape_of(model, par)
+        exposed["tp"] = m * sum(
+            count * _tp_overlap_exposed(tp_gemms(model, shape, r, moe), ag, rs, par.tp, par.precision != "bf16", scale,
+                                        refwd)
+            for moe, count in ((False, dense_layers), (True, moe_layers)) if count)
 
     cp = P.cp_groups(par)
     kv = b * s * 2 * model.kv_dim / par.tp * P.ACT_BYTES
@@ -195,7 +211,7 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
         hidden_ep = m * (per_mb.gemm_fwd + per_mb.gemm_bwd) * _shared_share(model) * moe_layers / max(layers, 1)
     exposed["ep"] = max(0.0, total["ep"] - hidden_ep)
 
-    p2p = act / (par.tp if par.sp else 1)
+    p2p = act / par.tp  # each TP rank sends its 1/tp (SP shard, or Megatron's scatter-gather without SP)
     hop = timer("pp", "sendrecv", P.pp_pairs(par), p2p) if par.pp > 1 else 0.0
     total["pp"] = exposed["pp"] = 2 * (m * par.vp + par.pp - 1) * hop
     if hop and par.vp > 1 and par.pp_overlap:  # steady-state sends hide behind the next chunk's forward / backward
@@ -221,6 +237,46 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
         comm_total=total, call_time=dict(timer.calls), detail=dict(timer.detail), compute_parts=parts,
         memory=P.memory_breakdown(model, par), tflops=tflops, hbm_bytes=gpu.hbm_bytes, gpu=gpu.name,
     )
+
+
+# Transformer Engine userbuffers' pipelined reduce-scatter splits its GEMM into this many chunks (TE
+# `initialize_ub` default config: "num_splits": 4 for the "pipeline" method).
+UB_PIPELINE_SPLITS = 4
+
+
+def _tp_overlap_exposed(gemms: dict[str, tuple[float, float, float]], ag: float, rs: float, tp: int, low: bool,
+                        scale: float, refwd: bool = False) -> float:
+    """Exposed TP seconds of one layer and micro-batch under TE userbuffers, each collective against the GEMM it is
+    paired with (`module/base.py` initialize_ub methods; comm_gemm_overlap.cpp):
+    - ring exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad; and proj_fprop, fc2_fprop in the low-precision
+      configs, Megatron-Bridge `comm_overlap.py` userbuffers_fp8_*): the GEMM runs in tp chunks, the first on the
+      local shard, each later one behind one of tp - 1 peer exchanges: exposed (tp - 1) max(0, c/(tp-1) - g/tp);
+    - pipeline (proj_fprop, fc2_fprop in BF16, TE's default): the GEMM in UB_PIPELINE_SPLITS chunks, each chunk's
+      reduce-scatter behind the next chunk's GEMM, the last one after it: exposed (n-1)/n max(0, c - g) + c/n;
+    - bulk (qkv_dgrad / fc1_dgrad gathers, qkv_wgrad / fc1_wgrad reduce-scatters): launched beside the GEMM:
+      exposed max(0, c - g).
+    `scale` turns the kernel-level GEMM seconds into the step's (framework factor, or the user's efficiency);
+    `refwd`: full recompute runs the forward pairs once more in the backward."""
+    def ring(c: float, g: float) -> float:
+        return (tp - 1) * max(0.0, c / (tp - 1) - g / tp)
+
+    def pipeline(c: float, g: float) -> float:
+        n = UB_PIPELINE_SPLITS
+        return (n - 1) / n * max(0.0, c - g) + c / n
+
+    def bulk(c: float, g: float) -> float:
+        return max(0.0, c - g)
+
+    reduce_fprop = ring if low else pipeline
+    out = 0.0
+    for into, outof in (("qkv", "proj"), ("fc1", "fc2")):
+        if into not in gemms:
+            continue
+        f_in, dgrad_in, wgrad_in = (scale * t for t in gemms[into])
+        f_out, dgrad_out, _ = (scale * t for t in gemms[outof])
+        out += (1 + refwd) * (ring(ag, f_in) + reduce_fprop(rs, f_out))  # forward (and its recompute)
+        out += ring(ag, dgrad_out) + bulk(ag, dgrad_in) + bulk(rs, wgrad_in)  # backward
+    return out
 
 
 def _offload(model: ModelSpec, par: P.Parallelism, gpu, per_mb: PassTimes) -> float:

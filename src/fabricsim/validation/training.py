@@ -12,15 +12,18 @@ Layouts follow each framework's documented settings:
 - Megatron-Bridge rows (scripts/performance of NVIDIA-NeMo/Megatron-Bridge): the row's layout, the distributed
   optimizer with overlapped gradient reduce and parameter gather, BF16 gradient reduction (`grad_reduce_in_fp32 =
   False`), sequence parallel and TP comm overlap when tp > 1 (off for NVFP4, as `llama3_llm_pretrain.py` sets),
-  Megatron-FSDP (ZeRO-3) when the row's FSDP column is set, selective recompute (the recipes' `recompute_granularity
-  = "selective"`) with the recompute modules the performance configs add (`BRIDGE_RECOMPUTE`), MoE: expert tensor
-  parallel 1, CPU activation offloading with Megatron-FSDP as those configs set it (`BRIDGE_OFFLOAD`), dropless and force-balanced routing (the performance summary's
-  footnote), the all-to-all not overlapped (`moe_a2a_overlap = False`), FP8 parameter gather for FP8 and MXFP8.
+  Megatron-FSDP (ZeRO-3) when the row's FSDP column is set, the recompute each recipe and performance config sets
+  (`BRIDGE_RECOMPUTE`: none where the recipe's `recompute_granularity` is None, else exactly the configs'
+  `recompute_modules`, which replace Megatron-Core's default ['core_attn']), MoE: expert tensor parallel 1, the token
+  dispatcher the configs set (`BRIDGE_DISPATCHER`), CPU activation offloading with Megatron-FSDP as those configs set
+  it (`BRIDGE_OFFLOAD`), dropless and force-balanced routing (the performance summary's footnote), the all-to-all not
+  overlapped (`moe_a2a_overlap = False`), FP8 parameter gather for FP8 and MXFP8.
 - Megatron-LM README rows: no layout is published (a figure only), so fabricsim's layout search picks one as a user
   would (`--search`), micro-batch 1 (Megatron-Bridge's and Megatron-LM's example default), the README's overlaps
   (`--overlap-grad-reduce --overlap-param-gather --tp-comm-overlap`) and the distributed optimizer.
 - Narayanan et al. 2021 rows: the run scripts of that paper (Megatron-LM examples/academic_paper_scripts/sc21):
-  `--activations-checkpoint-method uniform` (full recompute), no distributed optimizer, no overlapped reduction,
+  `--activations-checkpoint-method uniform` (full recompute), no distributed optimizer, no overlapped reduction, TP
+  all-reduces (sequence parallelism came a year later, Korthikanti et al. 2022),
   micro-batch 1 for the largest models; the 1T run's layout and batch from run_table_1.sh.
 - MosaicML rows: FSDP FULL_SHARD over all GPUs (ZeRO-3) gathering BF16 weights, full recompute when the row's notes
   say "Activation checkpointing=True".
@@ -59,18 +62,43 @@ MODEL_ALIASES = {
     "deepseekv3dropless": "deepseek-v3",  # the same architecture, trained without token dropping
 }
 
-# Megatron-Bridge's MoE token dispatcher per model (recipes/deepseek/deepseek_v3.py: moe_flex_dispatcher_backend =
-# "hybridep", kept by the performance configs; GPT-OSS's provider: moe_token_dispatcher_type = "alltoall").
-BRIDGE_DISPATCHER = {"deepseek-v3": "hybridep"}
+# Megatron-Bridge's MoE token dispatcher: (model, GPU prefix) -> dispatcher, '' matching any GPU. DeepSeek-V3:
+# recipes/deepseek/deepseek_v3.py moe_flex_dispatcher_backend = "hybridep", kept by the performance configs. GPT-OSS:
+# the provider's moe_token_dispatcher_type = "alltoall"; on B300 and B200 the V2 configs that set the EP 8 of the
+# 26.02.01 table also set moe_flex_dispatcher_backend = "hybridep" (scripts/performance/configs/gpt_oss/
+# gpt_oss_workload_base_configs.py, commit 7260d6214 'perf optimizations- GPT-OSS 120B'; the table's own commit still
+# has EP 64 there).
+BRIDGE_DISPATCHER = {("deepseek-v3", ""): "hybridep", ("gpt-oss-120b", "B300"): "hybridep",
+                     ("gpt-oss-120b", "B200"): "hybridep"}
 # CPU activation offloading of Megatron-Bridge's Llama 3 70B FSDP configs (llama3_workload_base_configs.py:
 # cpu_offloading_num_layers): (model, GPU, precision) -> layers.
 BRIDGE_OFFLOAD = {("llama3-70b", "GB300", "fp8"): 20, ("llama3-70b", "GB200", "fp8"): 40, ("llama3-70b", "B200", "fp8"): 5,
                   ("llama3-70b", "GB300", "bf16"): 30, ("llama3-70b", "GB200", "bf16"): 20}
-# Recompute modules of Megatron-Bridge's performance configs (scripts/performance/configs/*/..._workload_base_configs.py):
-# (model, GPU family prefix) -> recompute_modules; otherwise the recipes' selective recompute (core attention).
-BRIDGE_RECOMPUTE = {("deepseek-v3", "H100"): "core_attn,mla_up_proj,mlp", ("deepseek-v3", ""): "core_attn,mla_up_proj",
-                    ("gpt-oss-120b", "GB200"): "core_attn,layernorm,moe_act", ("gpt-oss-120b", "B200"): "core_attn,layernorm,moe_act",
-                    ("gpt-oss-120b", "H100"): "core_attn,layernorm,moe_act"}
+# Recompute of Megatron-Bridge's runs: (model, GPU prefix) -> fabricsim recompute, '' matching any GPU. The recipes
+# (src/megatron/bridge/recipes/llama/llama3.py, gpt_oss/gpt_oss.py) set recompute_granularity = None: no recompute;
+# DeepSeek-V3's recipe sets "selective". The performance configs (scripts/performance/configs/*/
+# *_workload_base_configs.py) that give recompute_modules switch to "selective" with exactly those modules
+# (utils/overrides.py _set_recompute_overrides), replacing Megatron-Core's default ['core_attn']
+# (TransformerConfig.__post_init__): GPT-OSS ["layernorm", "moe_act"] on GB200, B200 and H100 (none on GB300 and
+# B300), DeepSeek-V3 ["mla_up_proj"] on Blackwell and ["mla_up_proj", "mlp"] on H100.
+BRIDGE_RECOMPUTE = {("llama3-70b", ""): "none",
+                    ("deepseek-v3", "H100"): "mla_up_proj,mlp", ("deepseek-v3", ""): "mla_up_proj",
+                    ("gpt-oss-120b", "GB200"): "layernorm,moe_act", ("gpt-oss-120b", "B200"): "layernorm,moe_act",
+                    ("gpt-oss-120b", "H100"): "layernorm,moe_act", ("gpt-oss-120b", ""): "none"}
+
+# Megatron-Bridge rows whose table columns disagree with the performance config that produced them (the summary:
+# "These results were obtained using performance recipes available [in scripts/performance]"): the config's layout is
+# modelled and the row says what the table records. Llama 3 70B on GB300 in MXFP8 and NVFP4:
+# LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 and _NVFP4_V2 (scripts/performance/configs/llama/
+# llama3_workload_base_configs.py) set pp 4, vp 5 and WorkloadBaseConfig's default micro-batch 1, without FSDP, at the
+# commit that published the 26.02.01 table (cfeddcd94) as at v0.3.0 and v0.3.1; the table's micro-batch 2 without
+# interleaving (NVFP4: pp 1 without FSDP) needs more HBM than a GB300 has by Megatron's own count.
+# (model, GPU, precision) -> (layout fields, source).
+BRIDGE_CONFIG_LAYOUT = {
+    (model, "GB300", prec): (dict(tp=1, pp=4, vp=5, micro_batch=1, fsdp=0, dp=None),
+                             f"LLAMA3_70B_PRETRAIN_CONFIG_GB300_{cfg}_V2 (Megatron-Bridge cfeddcd94)")
+    for model, prec, cfg in (("llama3-70b", "mxfp8", "FP8_MX"), ("llama3-70b", "nvfp4", "NVFP4"))
+}
 
 # Runs whose layout and batch their paper's scripts publish but the row does not carry: model -> settings.
 PUBLISHED_RUNS = {
@@ -90,6 +118,8 @@ class CalibrationRow:
     layout: str = ""
     memory_gb: float = 0.0
     hbm_gb: float = 0.0
+    note: str = ""  # how the modelled run differs from the row's columns, and why
+    unmeasured: str = ""  # why the row has nothing to compare (not a refusal)
 
     @property
     def error_pct(self) -> float | None:
@@ -143,8 +173,20 @@ CONVENTION = {"megatron-bridge": "megatron-bridge", "mosaic": "mosaic", "narayan
               "megatron": "megatron"}
 
 
-def _bridge_recompute(key: str, gpu: str) -> str:
-    return BRIDGE_RECOMPUTE.get((key, gpu), BRIDGE_RECOMPUTE.get((key, ""), "selective"))
+def _bridge_setting(table: dict[tuple[str, str], str], key: str, gpu: str, default: str) -> str:
+    """A per-(model, GPU) Megatron-Bridge setting, the model's any-GPU entry, or `default`."""
+    return table.get((key, gpu), table.get((key, ""), default))
+
+
+def _config_layout(row: dict, key: str, precision: str) -> tuple[dict, str]:
+    """(the layout fields the row's Megatron-Bridge config ran, a note saying so), or ({}, '') when the row's columns
+    are what ran (`BRIDGE_CONFIG_LAYOUT`)."""
+    gpu = str(field(row, "hardware.gpu", "text", "")).split("-")[0].upper()
+    fields_, source = BRIDGE_CONFIG_LAYOUT.get((key, gpu, precision), ({}, ""))
+    if not fields_:
+        return {}, ""
+    recorded = ", ".join(f"{k} {row.get(k) if row.get(k) is not None else 'n/a'}" for k, v in fields_.items() if v is not None)
+    return fields_, f"modelled as its config ran ({source}); the table records {recorded}"
 
 
 def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
@@ -154,6 +196,7 @@ def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
     precision = _precision(text)
     if precision is None:
         return f"precision '{text.lower()}' is not modelled: fabricsim times {', '.join(P.PRECISIONS)}"
+    row = dict(row, **_config_layout(row, key, precision)[0]) if fw == "megatron-bridge" else row
     micro, batch = field(row, "micro_batch", "count", None), field(row, "global_batch", "count", None)
     tp, pp = field(row, "tp", "count", None), field(row, "pp", "count", None)
     published = PUBLISHED_RUNS.get(key, ({}, ""))[0] if fw == "narayanan" else {}
@@ -174,14 +217,14 @@ def _layout(row: dict, n: int, key: str, fw: str) -> P.Parallelism | dict | str:
     if fw == "megatron-bridge":
         fsdp = row.get("fsdp")
         gpu = str(field(row, "hardware.gpu", "text", "")).split("-")[0].upper()
-        settings.update(grad_fp32=False, recompute=_bridge_recompute(key, gpu), etp=1,
+        settings.update(grad_fp32=False, recompute=_bridge_setting(BRIDGE_RECOMPUTE, key, gpu, "selective"), etp=1,
                         offload_layers=BRIDGE_OFFLOAD.get((key, gpu, precision), 0) if fsdp else 0,
                         zero=3 if isinstance(fsdp, int) and fsdp > 0 else 1,
-                        dispatcher=BRIDGE_DISPATCHER.get(key, "alltoall"))
+                        dispatcher=_bridge_setting(BRIDGE_DISPATCHER, key, gpu, "alltoall"))
     elif fw == "nemo":
         settings.update(recompute="none")
-    elif fw == "narayanan":
-        settings.update(recompute="full", zero=0, dp_overlap=False)
+    elif fw == "narayanan":  # before sequence parallelism (Korthikanti et al. 2022): TP all-reduces
+        settings.update(recompute="full", zero=0, dp_overlap=False, sequence_parallel=False)
     else:  # Megatron-LM README
         settings.update(recompute="selective")
     if tp is None or pp is None:
@@ -208,10 +251,13 @@ def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> Calibr
     rid = str(row.get("id", "?"))
     hw = field(row, "hardware", "object", {})
     key = _model_key(field(row, "model", "text", ""))
+    if not _measured(row)[0]:  # nothing to compare: not a refusal
+        reported = field(row, "mfu_reported", "text", "")
+        what = f" (its MFU is given only as '{reported}')" if reported else ""
+        arch = "" if key in MODELS else f"; model '{row.get('model')}' has no published architecture in fabricsim either"
+        return CalibrationRow(rid, "", None, None, unmeasured=f"the row publishes no throughput number{what}{arch}")
     if key not in MODELS:
-        nothing = "" if _measured(row)[0] else " and the row has no number to compare"
-        return CalibrationRow(rid, "", None, None,
-                              f"model '{row.get('model')}' has no published architecture in fabricsim{nothing}")
+        return CalibrationRow(rid, "", None, None, f"model '{row.get('model')}' has no published architecture in fabricsim")
     try:
         gpu = hardware.get_gpu(field(row, "hardware.gpu", "text", ""))
     except FabricsimError:
@@ -224,8 +270,6 @@ def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> Calibr
     if isinstance(par, str):
         return CalibrationRow(rid, "", None, None, par)
     metric, measured = _measured(row)
-    if not metric:
-        return CalibrationRow(rid, "", None, None, "no throughput measurement above zero in the row")
     model = replace(MODELS[key], seq=field(row, "seq", "count", MODELS[key].seq))
     group = f"{'moe' if model.is_moe else 'dense'} {family(gpu)} {par.precision if isinstance(par, P.Parallelism) else par['precision']}"
     try:
@@ -247,8 +291,9 @@ def _compare(row: dict, comm_factory: Callable[[Topology], CommModel]) -> Calibr
     else:
         tflops = model.flops_per_token(convention=convention) * r.tokens_per_s / n
         predicted = tflops / 1e12 if metric == "TFLOP/s/GPU" else tflops / gpu.bf16_flops
+    note = _config_layout(row, key, r.parallelism.precision)[1] if fw == "megatron-bridge" else ""
     return CalibrationRow(rid, metric, measured, predicted, "", group, r.layout, r.memory.total / 1e9 if r.memory else 0.0,
-                          gpu.hbm_bytes / 1e9)
+                          gpu.hbm_bytes / 1e9, note)
 
 
 def calibration_rows(path: str | Path, comm_factory: Callable[[Topology], CommModel] | None = None) -> list[CalibrationRow]:
@@ -269,7 +314,7 @@ def median_error(rows: list[CalibrationRow]) -> float:
     """Median absolute % error over the compared rows."""
     errors = [r.error_pct for r in rows if r.error_pct is not None]
     if not errors:
-        why = "; ".join(f"{r.id}: {r.skipped}" for r in rows[:3]) + ("; ..." if len(rows) > 3 else "")
+        why = "; ".join(f"{r.id}: {r.skipped or r.unmeasured}" for r in rows[:3]) + ("; ..." if len(rows) > 3 else "")
         raise FabricsimError(f"no calibration row could be compared ({f'skipped {why}' if rows else 'no training rows'}): "
                              "check the file has training rows with layouts")
     return statistics.median(errors)
@@ -305,11 +350,17 @@ def format_rows(rows: list[CalibrationRow]) -> str:
                      f"{mem:>13}  {r.layout}")
     compared = [r.error_pct for r in rows if r.error_pct is not None]
     skipped = [r for r in rows if r.skipped]
+    unmeasured = [r for r in rows if r.unmeasured]
     lines.append(f"compared {len(compared)} rows, median absolute error {median_error(rows):.1f}%, "
-                 f"p90 {p90_error(rows):.1f}%; skipped {len(skipped)}")
+                 f"p90 {p90_error(rows):.1f}%; {len(unmeasured)} without a measurement; skipped {len(skipped)}")
     lines.append(f"{'group (model, GPU family, precision)':<40} {'rows':>4} {'median%':>8} {'p90%':>6}")
     for g, count, med, p90 in group_summary(rows):
         lines.append(f"{g:<40} {count:>4} {med:>8.1f} {p90:>6.1f}")
+    for r in rows:
+        if r.note:
+            lines.append(f"note {r.id}: {r.note}")
+    for r in unmeasured:
+        lines.append(f"no measurement {r.id}: {r.unmeasured}")
     for r in skipped:
         lines.append(f"skipped {r.id}: {r.skipped}")
     return "\n".join(lines)
