@@ -45,18 +45,9 @@ def test_scaled_unit_equals_timing_the_message(call, proto, level, multiple, odd
     assert [b.link for b in got.bottlenecks] == [b.link for b in want.bottlenecks]
 
 
-def test_the_unit_cache_stays_bounded():
-    sched = build_schedule("all_reduce", "ring", STRUCT.nranks, structure=STRUCT, channels=8)
-    pieces = int(np.prod(sched.chunkmap.split)) if sched.chunkmap is not None else sched.nchunks
-    for channels in range(8, 8 * (SIM.UNIT_CACHE_ENTRIES + 4), 8):
-        simulate(TOPO, sched, 4 * pieces * 64, channels=channels)
-    assert len(SIM._UNITS[TOPO]) == SIM.UNIT_CACHE_ENTRIES
-
-
-def test_the_unit_cache_is_bounded_by_the_flows_it_holds(monkeypatch):
-    monkeypatch.setattr(SIM, "UNIT_CACHE_FLOWS", 1)
-    sched = build_schedule("all_reduce", "ring", STRUCT.nranks, structure=STRUCT, channels=8)
-    pieces = int(np.prod(sched.chunkmap.split)) if sched.chunkmap is not None else sched.nchunks
-    for channels in (8, 16, 24):
-        simulate(TOPO, sched, 4 * pieces * 64, channels=channels)
-    assert len(SIM._UNITS[TOPO]) == 1  # only the newest entry stays
+def test_a_sweep_keeps_one_unit_timing_per_call_in_the_topologys_store():
+    topo = load_cluster("dgx-h100", nodes=2)
+    sched = build_schedule("all_reduce", "ring", 16, structure=structure_from_topology(topo), channels=8)
+    for size in (1 << 20, 1 << 24, 1 << 28):
+        simulate(topo, sched, size)
+    assert topo._derived.kinds()["unit"] == 1

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from fabricsim import hardware
 from fabricsim.topology.model import Topology
-
-_EFFECTIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def link_efficiency(topo: Topology) -> np.ndarray:
@@ -19,12 +15,9 @@ def link_efficiency(topo: Topology) -> np.ndarray:
 
 
 def effective_capacity(topo: Topology) -> np.ndarray:
-    """Bytes/s each link delivers to collective data: physical capacity x technology efficiency (cached per topology)."""
-    cap = _EFFECTIVE.get(topo)
-    if cap is None:
-        cap = topo.link_capacity * link_efficiency(topo)
-        _EFFECTIVE[topo] = cap
-    return cap
+    """Bytes/s each link delivers to collective data: physical capacity x technology efficiency (kept in the
+    topology's derived store)."""
+    return topo.derive(("effective_capacity",), lambda: topo.link_capacity * link_efficiency(topo))
 
 
 def nccl_arch(topo: Topology, gpu_ranks: np.ndarray) -> str:

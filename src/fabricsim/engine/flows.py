@@ -12,7 +12,6 @@ competes for its NIC and PCIe links as one flow, as it does on the wire.
 from __future__ import annotations
 
 import hashlib
-import weakref
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -21,6 +20,7 @@ from fabricsim.engine.protocols import HOP_NET, HOP_NVLINK, HOP_PCI, ProtocolMod
 from fabricsim.errors import FabricsimError
 from fabricsim import routing
 from fabricsim.routing.model import PathKind, Routes
+from fabricsim.routing.tables import tables
 from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology.model import DeviceKind, Topology
 
@@ -28,8 +28,6 @@ from fabricsim.topology.model import DeviceKind, Topology
 HOP_OF_KIND = np.array([HOP_NVLINK] * 8, dtype=np.int8)
 HOP_OF_KIND[[PathKind.PCIE, PathKind.HOST]] = HOP_PCI
 HOP_OF_KIND[[PathKind.NET, PathKind.NET_HOST, PathKind.PXN]] = HOP_NET
-
-_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,13 +79,10 @@ def concat(sets: list[FlowSet]) -> FlowSet:
 
 
 def routes_for(topo: Topology, src: np.ndarray, dst: np.ndarray, pxn: bool | None, adaptive: bool) -> Routes:
-    """`route_pairs`, cached per topology by the exact pair list (a ring's steps all share one)."""
-    key = (hashlib.blake2b(src.astype(np.int32).tobytes() + b"|" + dst.astype(np.int32).tobytes(),
-                           digest_size=16).digest(), pxn, adaptive)
-    cache = _ROUTES.setdefault(topo, {})
-    if key not in cache:
-        cache[key] = routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive)
-    return cache[key]
+    """`route_pairs`, kept in the topology's derived store by the exact pair list (a ring's steps all share one)."""
+    key = ("routes", hashlib.blake2b(src.astype(np.int32).tobytes() + b"|" + dst.astype(np.int32).tobytes(),
+                                     digest_size=16).digest(), pxn, adaptive)
+    return topo.derive(key, lambda: routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive))
 
 
 def _unique_transfers(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -172,7 +167,7 @@ def nvls_flows(topo: Topology, ops: list[tuple[np.ndarray, np.ndarray, float]], 
     loads/stores reach less than NVLink's bulk rate)."""
     if model.nvls_efficiency <= 0:
         raise FabricsimError("NVLS needs Hopper or newer GPUs (NCCL nvlsEfficiency is 0 before sm_90): use a ring or tree schedule")
-    up = _nvswitch_uplink(topo)
+    up = tables(topo).nvsw_link  # per GPU rank, its link to its domain's one logical NVSwitch (-1: none)
     ranks = np.concatenate([np.concatenate([i, o]) for i, o, _ in ops]).astype(np.int64)
     is_up = np.concatenate([np.arange(len(i) + len(o)) < len(i) for i, o, _ in ops])
     nbytes = np.concatenate([np.full(len(i) + len(o), b) for i, o, b in ops])
@@ -184,20 +179,6 @@ def nvls_flows(topo: Topology, ops: list[tuple[np.ndarray, np.ndarray, float]], 
     flows = _switch_flows(links, ranks, is_up, nbytes, 2 * float(topo.link_latency[links].max()), HOP_NVLINK, conns)
     return replace(flows, nbytes=flows.payload / (model.wire_efficiency * model.nvls_efficiency))
 
-
-_UPLINKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _nvswitch_uplink(topo: Topology) -> np.ndarray:
-    """Per GPU rank, its link to the NVSwitch device of its domain (-1: none; cached per topology). NVSwitch
-    chips of a domain are one logical device (topology convention), so there is at most one."""
-    if topo not in _UPLINKS:
-        to_nvs = (topo.dev_kind[topo.link_src] == DeviceKind.GPU) & (topo.dev_kind[topo.link_dst] == DeviceKind.NVSWITCH)
-        by_dev = np.full(topo.n_devices, -1, dtype=np.int64)
-        lk = np.flatnonzero(to_nvs)
-        by_dev[topo.link_src[lk[::-1]]] = lk[::-1]  # lowest link index wins
-        _UPLINKS[topo] = by_dev[topo.gpu_device]
-    return _UPLINKS[topo]
 
 
 def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, model: ProtocolModel,

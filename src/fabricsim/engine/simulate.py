@@ -20,7 +20,6 @@ Model (both levels share it; they differ only in how a set of flows drains):
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -197,27 +196,24 @@ def _check_rotation_placement(topo: Topology, gpu_ranks: np.ndarray, rotations: 
                              f"whole NVLink domains of {width} GPUs, each in the same order (e.g. ranks 0..n-1)")
 
 
-_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _link_class(topo: Topology) -> np.ndarray:
     """Each link's symmetry class: links joining the same kinds of device at the same fabric tiers with the same
     technology (a leaf's uplink, ...), and, for a device inside a host or NVLink domain, at the same position in it
     (GPU 3's NVLink port, PCIe switch 0's uplink to CPU 0, the rail-2 NIC's cable): what is the same in every node.
-    Cached per topology."""
-    cls = _CLASSES.get(topo)
-    if cls is None:
-        kind, level = topo.dev_kind.astype(np.int64), topo.dev_level.astype(np.int64)
-        local = np.where(kind == DeviceKind.FABRIC_SWITCH, -1, topo.dev_local.astype(np.int64)) + 1
-        s, d = topo.link_src, topo.link_dst
+    Kept in the topology's derived store."""
+    return topo.derive(("link_class",), lambda: _classify_links(topo))
 
-        def side(x: np.ndarray) -> np.ndarray:
-            return (kind[x] * 16 + level[x]) * (1 << 21) + local[x]
 
-        key = np.stack([side(s), side(d), topo.link_tech.astype(np.int64)], axis=1)
-        cls = np.unique(key, axis=0, return_inverse=True)[1].ravel()
-        _CLASSES[topo] = cls
-    return cls
+def _classify_links(topo: Topology) -> np.ndarray:
+    kind, level = topo.dev_kind.astype(np.int64), topo.dev_level.astype(np.int64)
+    local = np.where(kind == DeviceKind.FABRIC_SWITCH, -1, topo.dev_local.astype(np.int64)) + 1
+    s, d = topo.link_src, topo.link_dst
+
+    def side(x: np.ndarray) -> np.ndarray:
+        return (kind[x] * 16 + level[x]) * (1 << 21) + local[x]
+
+    key = np.stack([side(s), side(d), topo.link_tech.astype(np.int64)], axis=1)
+    return np.unique(key, axis=0, return_inverse=True)[1].ravel()
 
 
 def _link_weights(topo: Topology, gpu_ranks: np.ndarray) -> np.ndarray:
@@ -532,37 +528,17 @@ def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int 
     return time_traffic(topo, args.pop("steps"), **args, level=level, pxn=pxn, adaptive=adaptive, background=background)
 
 
-UNIT_CACHE_ENTRIES = 16  # timed unit messages kept per topology (a tuner sweep tries ~10 algorithm x protocol pairs)
-UNIT_CACHE_FLOWS = 1 << 24  # and at most this many flows held by them (~1 GiB at 131k GPUs)
-
-
 @dataclass(eq=False)
 class _Unit:
     """A call timed at its unit message (one element per schedule piece), which every message whose pieces
     are all equal scales: bytes, link loads and max-min drain times are linear in the message, latencies fixed."""
 
-    schedule: Schedule
     plan: _Plan
     finishes: list[np.ndarray]
     t: np.ndarray
     steady: float | None  # drain time of all steps together, computed when a size first needs it (slices > 1)
     biggest: float  # payload bytes one channel of the busiest rank moves in one step (what is cut into slices)
     slice_bytes: float
-
-    @property
-    def flows(self) -> int:
-        """Flows this entry holds (its steps' patterns and their union): what the cache is bounded by."""
-        return self.plan.union.n_flows + sum(fs.n_flows for fs in self.plan.patterns)
-
-
-_UNITS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _trim(cache: dict) -> None:
-    """Keep the most recently used entries: UNIT_CACHE_ENTRIES at most, holding UNIT_CACHE_FLOWS flows at most
-    (the newest always stays)."""
-    while len(cache) > 1 and (len(cache) > UNIT_CACHE_ENTRIES or sum(u.flows for u in cache.values()) > UNIT_CACHE_FLOWS):
-        cache.pop(next(iter(cache)))
 
 
 def _from_unit(topo: Topology, job: Job, level: str, pxn, adaptive: bool) -> Result | None:
@@ -575,17 +551,16 @@ def _from_unit(topo: Topology, job: Job, level: str, pxn, adaptive: bool) -> Res
     if nbytes % job.elem_size or count == 0 or count % pieces or sched.copies > 1:
         return None  # replicated schedules are made afresh per call (training): nothing to reuse
     ranks = np.arange(sched.nranks) if job.ranks is None else np.asarray(job.ranks)
-    key = (id(sched), int(job.elem_size), job.protocol, channels, level, ranks.astype(np.int64).tobytes(), pxn, adaptive,
-           job.net_peer_bw)
-    cache = _UNITS.setdefault(topo, {})
-    unit = cache.pop(key, None)
-    if unit is None or unit.schedule is not sched:
+    key = ("unit", sched, int(job.elem_size), job.protocol, channels, level, ranks.astype(np.int64).tobytes(), pxn,
+           adaptive, job.net_peer_bw)
+
+    def timed_unit() -> _Unit:
         plan, model = _job_plan(topo, replace(job, nbytes=pieces * job.elem_size), pxn, adaptive)
         finishes, t = _pattern_times(topo, plan, level, empty_flows())
         biggest = max((_channel_bytes(fs, channels) for fs in plan.patterns if fs.n_flows), default=0.0)
-        unit = _Unit(sched, plan, finishes, t, None, biggest, model.slice_bytes)
-    cache[key] = unit  # most recently used last
-    _trim(cache)
+        return _Unit(plan, finishes, t, None, biggest, model.slice_bytes)
+
+    unit = topo.derive(key, timed_unit)
     k = count // pieces
     plan = replace(unit.plan, nbytes=nbytes, patterns=[fs.scaled(k) for fs in unit.plan.patterns],
                    union=unit.plan.union.scaled(k), slices=max(1, math.ceil(k * unit.biggest / unit.slice_bytes)))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -280,7 +279,7 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     return sched, channels + (-channels) % sched
 
 
-@lru_cache(maxsize=64)
 def _nccl_system(topo: Topology, ranks_key: bytes) -> nccl_model.NcclSystem:
-    """NCCL's view of these ranks (cached: the tuner asks once per candidate and size)."""
-    return nccl_model.system_from_topology(topo, ranks=np.frombuffer(ranks_key, dtype=np.int32))
+    """NCCL's view of these ranks (kept in the topology's derived store: the tuner asks once per candidate and size)."""
+    return topo.derive(("nccl_system", ranks_key),
+                       lambda: nccl_model.system_from_topology(topo, ranks=np.frombuffer(ranks_key, dtype=np.int32)))
