@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fabricsim.engine.fabric import effective_capacity, link_efficiency, nccl_arch
+from fabricsim.engine.capacity import effective_capacity, link_efficiency, nccl_arch
 from fabricsim.engine.flows import FlowSet, concat, empty_flows, p2p_flows, step_flows
 from fabricsim.engine.maxmin import drain
 from fabricsim.engine.protocols import ProtocolModel, protocol_model

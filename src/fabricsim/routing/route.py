@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabricsim.errors import FabricsimError
-from fabricsim.routing.fabric import fabric_paths
+from fabricsim.routing.scaleout import fabric_paths
 from fabricsim.routing.host import host_paths, lowest_common
 from fabricsim.routing.model import PathKind, Routes
 from fabricsim.routing.nvlink import nvlink_paths
