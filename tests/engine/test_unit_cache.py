@@ -3,17 +3,14 @@ message itself (bytes, link loads and max-min drain times are linear in the mess
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fabricsim.engine import Job, simulate
-from fabricsim.schedules import build_schedule, structure_from_topology
+from fabricsim.engine import simulate, time_traffic
+from fabricsim.schedules import build_schedule, structure_from_topology, traffic
 from fabricsim.topology import load_cluster
 
-SIM = sys.modules["fabricsim.engine.simulate"]
 TOPO = load_cluster("superpod-h100", nodes=40)  # partly filled scalable unit: uneven links
 STRUCT = structure_from_topology(TOPO)
 CALLS = [("all_reduce", "ring", 8), ("all_reduce", "tree", 2), ("all_reduce", "nvls_tree", 1), ("all_gather", "pat", 1),
@@ -21,8 +18,10 @@ CALLS = [("all_reduce", "ring", 8), ("all_reduce", "tree", 2), ("all_reduce", "n
 
 
 def uncached(sched, nbytes, **kw):
-    args = SIM._job_args(TOPO, Job(sched, nbytes, None, 4, kw.get("protocol", "simple"), None, None))
-    return SIM.time_traffic(TOPO, args.pop("steps"), **args, level=kw.get("level", "flow"))
+    """The message timed itself, from its step traffic (no unit message involved)."""
+    return time_traffic(TOPO, traffic(sched, nbytes, 4), collective=sched.collective, algorithm=sched.algorithm,
+                        nranks=sched.nranks, nbytes=nbytes, rotations=sched.rotations, channels=sched.channels,
+                        protocol=kw.get("protocol", "simple"), level=kw.get("level", "flow"))
 
 
 @settings(max_examples=30, deadline=None)

@@ -1,4 +1,4 @@
-"""What the engine reads from the hardware catalog about a topology: achievable link capacity and GPU generation."""
+"""What each link delivers to collective data: the catalog's achievable fraction of its technology x its capacity."""
 
 from __future__ import annotations
 
@@ -18,17 +18,3 @@ def effective_capacity(topo: Topology) -> np.ndarray:
     """Bytes/s each link delivers to collective data: physical capacity x technology efficiency (kept in the
     topology's derived store)."""
     return topo.derive(("effective_capacity",), lambda: topo.link_capacity * link_efficiency(topo))
-
-
-def nccl_arch(topo: Topology, gpu_ranks: np.ndarray) -> str:
-    """NCCL's compute-capability row for these GPUs: from the lowest compute capability, as NCCL's `minCompCap`
-    (>= 10 Blackwell, >= 9 Hopper, >= 8 Ampere, else Volta; tuning.cc)."""
-    parts = np.unique(topo.dev_part[topo.gpu_device[gpu_ranks]])
-    cc = min(hardware.get_gpu(topo.parts[int(p)]).compute_capability for p in parts)
-    if cc >= 10:
-        return "Blackwell"
-    if cc >= 9:
-        return "Hopper"
-    if cc >= 8:
-        return "Ampere"
-    return "Volta"

@@ -7,16 +7,21 @@ step are merged into one flow of higher multiplicity, which max-min fairness tre
 separate flows. A transfer routed over several weighted paths (adaptive routing) is one flow whose
 links carry its paths' weights: spraying keeps the paths' rates in proportion, and the transfer
 competes for its NIC and PCIe links as one flow, as it does on the wire.
+
+Flows carry their bytes as a protocol with wire efficiency 1 would put them on the wire: every protocol
+(LL, LL128, Simple) only divides all of them by its efficiency (`FlowSet.on_wire`), so the flows, and the
+drain times the solver finds for them (linear in the bytes), are shared by the protocols of one algorithm.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fabricsim.engine.protocols import HOP_NET, HOP_NVLINK, HOP_PCI, ProtocolModel
+from fabricsim.engine.protocols import HOP_NET, HOP_NVLINK, HOP_PCI
 from fabricsim.errors import FabricsimError
 from fabricsim import routing
 from fabricsim.routing.model import PathKind, Routes
@@ -52,6 +57,10 @@ class FlowSet:
         """The same flows carrying `factor` times the bytes."""
         return replace(self, nbytes=self.nbytes * factor, payload=self.payload * factor)
 
+    def on_wire(self, efficiency: float) -> FlowSet:
+        """The same flows under a protocol whose wire carries `efficiency` payload bytes per byte."""
+        return self if efficiency == 1.0 else replace(self, nbytes=self.nbytes / efficiency)
+
     def link_bytes(self, n_links: int) -> np.ndarray:
         """Wire bytes each link carries."""
         return np.bincount(self.edge_link, weights=(self.nbytes * self.mult)[self.edge_flow] * self.edge_share,
@@ -60,6 +69,17 @@ class FlowSet:
     def link_flows(self, n_links: int) -> np.ndarray:
         """Number of flows (counting copies) crossing each link."""
         return np.bincount(self.edge_link, weights=self.mult[self.edge_flow], minlength=n_links)
+
+
+@dataclass(frozen=True)
+class FlowRules:
+    """How transfers become flows, besides their routes."""
+
+    connections: int = 1  # parallel connections carrying each transfer (NCCL channels between the same GPUs)
+    pxn: bool | None = None  # PXN for cross-rail traffic: None as NCCL, True / False forced
+    adaptive: bool = False  # spread over every equal-cost fabric path instead of one hashed path
+    net_peer_bw: float = math.inf  # bytes/s one point-to-point transfer gets across the network (NCCL p2p channels)
+    nvls_efficiency: float = 1.0  # NCCL nvlsEfficiency: NVLS moves this fraction of NVLink's rate (0: no NVLS)
 
 
 def empty_flows() -> FlowSet:
@@ -97,29 +117,29 @@ def _unique_transfers(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> t
     return ((pair[start] >> 32).astype(np.int32), (pair[start] & 0xFFFFFFFF).astype(np.int32), size[start], counts)
 
 
-def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, model: ProtocolModel,
-              conns: int, pxn: bool | None, adaptive: bool) -> FlowSet:
-    """Flows of point-to-point transfers between GPU ranks, each split over `conns` parallel connections;
-    one flow per transfer, crossing its routed paths' links with their weights. Local copies (src == dst)
-    and empty transfers are free. A transfer that crosses the network is capped at `model.net_peer_bw` in
-    all (NCCL point-to-point operations stripe one peer's data over a fixed number of channels, each with a
-    bounded rate)."""
+def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, rules: FlowRules) -> FlowSet:
+    """Flows of point-to-point transfers between GPU ranks, each split over `rules.connections` parallel
+    connections; one flow per transfer, crossing its routed paths' links with their weights. Local copies
+    (src == dst) and empty transfers are free. A transfer that crosses the network is capped at
+    `rules.net_peer_bw` in all (NCCL point-to-point operations stripe one peer's data over a fixed number of
+    channels, each with a bounded rate)."""
     keep = (src != dst) & (nbytes > 0)
     if not keep.any():
         return empty_flows()
+    conns = rules.connections
     usrc, udst, ubytes, counts = _unique_transfers(src[keep], dst[keep], nbytes[keep])
-    routes = routes_for(topo, usrc, udst, pxn, adaptive)
+    routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive)
     edge_flow, edge_link, edge_share = _transfer_edges(routes, topo.n_links)
     pair = routes.path_pair.astype(np.int64)
     first = np.flatnonzero(np.concatenate([[True], pair[1:] != pair[:-1]]))  # paths of a pair are contiguous
     payload = ubytes / conns
     hop = HOP_OF_KIND[routes.path_kind[first]]  # a pair's paths are all of one kind
-    rate_cap = np.where(hop == HOP_NET, model.net_peer_bw / conns, np.inf)
+    rate_cap = np.where(hop == HOP_NET, rules.net_peer_bw / conns, np.inf)
     return FlowSet(
         edge_flow=edge_flow,
         edge_link=edge_link,
         edge_share=edge_share,
-        nbytes=payload / model.wire_efficiency,
+        nbytes=payload,
         payload=payload,
         mult=(counts * conns).astype(np.float64),
         rate_cap=rate_cap,
@@ -160,12 +180,11 @@ def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes
     )
 
 
-def nvls_flows(topo: Topology, ops: list[tuple[np.ndarray, np.ndarray, float]], model: ProtocolModel,
-               conns: int) -> FlowSet:
+def nvls_flows(topo: Topology, ops: list[tuple[np.ndarray, np.ndarray, float]], rules: FlowRules) -> FlowSet:
     """NVLink SHARP, every (inputs, outputs, nbytes) operation of a step at once: each input's GPU->NVSwitch
     link and each output's NVSwitch->GPU link carry the chunk, at NCCL's nvlsEfficiency (the multimem
     loads/stores reach less than NVLink's bulk rate)."""
-    if model.nvls_efficiency <= 0:
+    if rules.nvls_efficiency <= 0:
         raise FabricsimError("NVLS needs Hopper or newer GPUs (NCCL nvlsEfficiency is 0 before sm_90): use a ring or tree schedule")
     up = tables(topo).nvsw_link  # per GPU rank, its link to its domain's one logical NVSwitch (-1: none)
     ranks = np.concatenate([np.concatenate([i, o]) for i, o, _ in ops]).astype(np.int64)
@@ -176,13 +195,13 @@ def nvls_flows(topo: Topology, ops: list[tuple[np.ndarray, np.ndarray, float]], 
         bad = int(ranks[links < 0][0])
         raise FabricsimError(f"GPU rank {bad} has no NVSwitch link, so NVLS cannot run on it: use a ring or tree schedule, or a topology with NVSwitch")
     links = np.where(is_up, links, links ^ 1)
-    flows = _switch_flows(links, ranks, is_up, nbytes, 2 * float(topo.link_latency[links].max()), HOP_NVLINK, conns)
-    return replace(flows, nbytes=flows.payload / (model.wire_efficiency * model.nvls_efficiency))
+    flows = _switch_flows(links, ranks, is_up, nbytes, 2 * float(topo.link_latency[links].max()), HOP_NVLINK,
+                          rules.connections)
+    return replace(flows, nbytes=flows.payload / rules.nvls_efficiency)
 
 
 
-def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, model: ProtocolModel,
-                conns: int) -> FlowSet:
+def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, conns: int) -> FlowSet:
     """InfiniBand SHARP: every input's path GPU -> NIC -> leaf and the switch tree up to the aggregation switch
     (lowest common ancestor of the participating leaves) carry the chunk once, and the same tree back down to
     every output. Each tree link carries the data once because switches reduce (up) and replicate (down)."""
@@ -222,8 +241,7 @@ def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes:
     is_up = np.concatenate([np.ones(sum(len(x) for x in up_links) + tree_links.shape[0], bool),
                             np.zeros(sum(len(x) for x in down_links) + tree_links.shape[0], bool)])
     links, first = np.unique(links, return_index=True)
-    flows = _switch_flows(links, ends[first], is_up[first], nbytes, lat_edge + 2 * climb, HOP_NET, conns)
-    return replace(flows, nbytes=flows.payload / model.wire_efficiency)
+    return _switch_flows(links, ends[first], is_up[first], nbytes, lat_edge + 2 * climb, HOP_NET, conns)
 
 
 def _first_path(routes: Routes, pair: int) -> np.ndarray:
@@ -278,11 +296,9 @@ def _aggregation_tree(topo: Topology, leaves: list[int]) -> tuple[list[int], flo
     return sorted(links), climb
 
 
-def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, model: ProtocolModel, conns: int,
-               pxn: bool | None, adaptive: bool) -> FlowSet:
+def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> FlowSet:
     """All flows of one step: routed transfers plus every in-network operation's links."""
-    parts = [p2p_flows(topo, gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64), model,
-                       conns, pxn, adaptive)]
+    parts = [p2p_flows(topo, gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64), rules)]
     nvls = []
     for kind, inputs, outputs, nbytes in st.innet:
         if nbytes <= 0:
@@ -291,9 +307,9 @@ def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, model: Pr
         if kind == "nvls":
             nvls.append((gin, gout, float(nbytes)))
         elif kind == "sharp":
-            parts.append(sharp_flows(topo, gin, gout, float(nbytes), model, conns))
+            parts.append(sharp_flows(topo, gin, gout, float(nbytes), rules.connections))
         else:
             raise FabricsimError(f"unknown in-network operation '{kind}': the engine times 'nvls' and 'sharp'")
     if nvls:
-        parts.append(nvls_flows(topo, nvls, model, conns))
+        parts.append(nvls_flows(topo, nvls, rules))
     return concat(parts)
