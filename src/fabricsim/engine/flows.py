@@ -29,6 +29,7 @@ from fabricsim.routing.tables import tables
 from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology.model import DeviceKind, Topology
 
+N_HOPS = 3  # NCCL hop classes: nvlink, pci, net (protocols.HOP_CLASSES)
 # NCCL hop class of each routing PathKind (tuning.cc prices NVLink, PCI and NET hops differently).
 HOP_OF_KIND = np.array([HOP_NVLINK] * 8, dtype=np.int8)
 HOP_OF_KIND[[PathKind.PCIE, PathKind.HOST]] = HOP_PCI
@@ -106,15 +107,20 @@ def routes_for(topo: Topology, src: np.ndarray, dst: np.ndarray, pxn: bool | Non
 
 
 def _unique_transfers(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Distinct (src, dst, bytes) transfers sorted by src, dst, bytes, and how often each occurs (two integer
-    sort keys: much faster than np.unique over rows for an all-to-all's n^2 transfers)."""
+    """Distinct (src, dst, bytes) transfers sorted by src, dst, bytes, how often each occurs, and which distinct
+    transfer each input is (two integer sort keys: much faster than np.unique over rows for an all-to-all's n^2
+    transfers)."""
     pair = (src.astype(np.int64) << 32) | dst.astype(np.int64)
     size = np.asarray(nbytes, dtype=np.float64)
     order = np.lexsort((size, pair))
     pair, size = pair[order], size[order]
-    start = np.flatnonzero(np.concatenate([[True], (pair[1:] != pair[:-1]) | (size[1:] != size[:-1])]))
+    first = np.concatenate([[True], (pair[1:] != pair[:-1]) | (size[1:] != size[:-1])])
+    start = np.flatnonzero(first)
     counts = np.diff(np.append(start, pair.shape[0]))
-    return ((pair[start] >> 32).astype(np.int32), (pair[start] & 0xFFFFFFFF).astype(np.int32), size[start], counts)
+    which = np.empty(order.shape[0], dtype=np.int64)
+    which[order] = np.cumsum(first) - 1
+    return ((pair[start] >> 32).astype(np.int32), (pair[start] & 0xFFFFFFFF).astype(np.int32), size[start], counts,
+            which)
 
 
 def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, rules: FlowRules) -> FlowSet:
@@ -127,7 +133,7 @@ def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarr
     if not keep.any():
         return empty_flows()
     conns = rules.connections
-    usrc, udst, ubytes, counts = _unique_transfers(src[keep], dst[keep], nbytes[keep])
+    usrc, udst, ubytes, counts, _ = _unique_transfers(src[keep], dst[keep], nbytes[keep])
     routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive)
     edge_flow, edge_link, edge_share = _transfer_edges(routes, topo.n_links)
     pair = routes.path_pair.astype(np.int64)
@@ -180,25 +186,39 @@ def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes
     )
 
 
-def nvls_flows(topo: Topology, ops: list[tuple[np.ndarray, np.ndarray, float]], rules: FlowRules) -> FlowSet:
-    """NVLink SHARP, every (inputs, outputs, nbytes) operation of a step at once: each input's GPU->NVSwitch
-    link and each output's NVSwitch->GPU link carry the chunk, at NCCL's nvlsEfficiency (the multimem
-    loads/stores reach less than NVLink's bulk rate)."""
+def nvls_flows(topo: Topology, ops: list[tuple], gpu_ranks: np.ndarray, rules: FlowRules) -> FlowSet:
+    """NVLink SHARP, every ('nvls', inputs, outputs, nbytes) operation of a step at once (schedule ranks): each
+    input's GPU->NVSwitch link and each output's NVSwitch->GPU link carry the chunk, at NCCL's nvlsEfficiency
+    (the multimem loads/stores reach less than NVLink's bulk rate)."""
     if rules.nvls_efficiency <= 0:
         raise FabricsimError("NVLS needs Hopper or newer GPUs (NCCL nvlsEfficiency is 0 before sm_90): use a ring or tree schedule")
-    up = tables(topo).nvsw_link  # per GPU rank, its link to its domain's one logical NVSwitch (-1: none)
-    ranks = np.concatenate([np.concatenate([i, o]) for i, o, _ in ops]).astype(np.int64)
-    is_up = np.concatenate([np.arange(len(i) + len(o)) < len(i) for i, o, _ in ops])
-    nbytes = np.concatenate([np.full(len(i) + len(o), b) for i, o, b in ops])
-    links = up[ranks]
-    if (links < 0).any():
-        bad = int(ranks[links < 0][0])
-        raise FabricsimError(f"GPU rank {bad} has no NVSwitch link, so NVLS cannot run on it: use a ring or tree schedule, or a topology with NVSwitch")
-    links = np.where(is_up, links, links ^ 1)
+    ranks, is_up, nbytes, _ = _nvls_ends(ops, gpu_ranks)
+    links = _nvls_links(topo, ranks, is_up)
     flows = _switch_flows(links, ranks, is_up, nbytes, 2 * float(topo.link_latency[links].max()), HOP_NVLINK,
                           rules.connections)
     return replace(flows, nbytes=flows.payload / rules.nvls_efficiency)
 
+
+def _nvls_ends(ops: list[tuple], gpu_ranks: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Every NVLS operation's GPU ends in order (its inputs, then its outputs), whether each is an input, the
+    operation's bytes, and which operation each end belongs to: one pass over the operations, vectorised."""
+    n = len(ops)
+    inputs, outputs = [op[1] for op in ops], [op[2] for op in ops]
+    lengths = np.column_stack([np.fromiter(map(len, inputs), np.int64, n), np.fromiter(map(len, outputs), np.int64, n)]).ravel()
+    ends = np.concatenate([a for pair in zip(inputs, outputs) for a in pair]).astype(np.int64)
+    is_up = np.repeat(np.tile([True, False], n), lengths)
+    per_op = lengths[0::2] + lengths[1::2]
+    nbytes = np.repeat(np.fromiter((op[3] for op in ops), np.float64, n), per_op)
+    return gpu_ranks[ends], is_up, nbytes, np.repeat(np.arange(n), per_op)
+
+
+def _nvls_links(topo: Topology, ranks: np.ndarray, is_up: np.ndarray) -> np.ndarray:
+    """Each end's link to (inputs) or from (outputs) its domain's one logical NVSwitch."""
+    up = tables(topo).nvsw_link[ranks]
+    if (up < 0).any():
+        bad = int(ranks[up < 0][0])
+        raise FabricsimError(f"GPU rank {bad} has no NVSwitch link, so NVLS cannot run on it: use a ring or tree schedule, or a topology with NVSwitch")
+    return np.where(is_up, up, up ^ 1)
 
 
 def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, conns: int) -> FlowSet:
@@ -296,20 +316,52 @@ def _aggregation_tree(topo: Topology, leaves: list[int]) -> tuple[list[int], flo
     return sorted(links), climb
 
 
+def _live_innet(st: StepTraffic) -> list[tuple]:
+    """The step's in-network operations that move bytes, after checking each is one the engine times."""
+    for op in st.innet:
+        if op[0] not in ("nvls", "sharp"):
+            raise FabricsimError(f"unknown in-network operation '{op[0]}': the engine times 'nvls' and 'sharp'")
+    return [op for op in st.innet if op[3] > 0]
+
+
 def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> FlowSet:
     """All flows of one step: routed transfers plus every in-network operation's links."""
     parts = [p2p_flows(topo, gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64), rules)]
-    nvls = []
-    for kind, inputs, outputs, nbytes in st.innet:
-        if nbytes <= 0:
-            continue
-        gin, gout = gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)]
-        if kind == "nvls":
-            nvls.append((gin, gout, float(nbytes)))
-        elif kind == "sharp":
-            parts.append(sharp_flows(topo, gin, gout, float(nbytes), rules.connections))
-        else:
-            raise FabricsimError(f"unknown in-network operation '{kind}': the engine times 'nvls' and 'sharp'")
+    ops = _live_innet(st)
+    for _, inputs, outputs, nbytes in (op for op in ops if op[0] == "sharp"):
+        parts.append(sharp_flows(topo, gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)], float(nbytes),
+                                 rules.connections))
+    nvls = [op for op in ops if op[0] == "nvls"]
     if nvls:
-        parts.append(nvls_flows(topo, nvls, rules))
+        parts.append(nvls_flows(topo, nvls, gpu_ranks, rules))
     return concat(parts)
+
+
+def item_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> np.ndarray:
+    """(transfers + in-network operations, 3): each item's longest path latency among its flows, per NCCL hop
+    class (nvlink, pci, net); -inf where it has none (a local copy, an empty transfer). What `step_flows` gives
+    every flow of the item, found without building the flows: routes are the step's own (kept in the store), an
+    NVLS operation waits 2 x its slowest NVSwitch link, a SHARP operation its tree's climb and edges."""
+    m = st.src.shape[0]
+    out = np.full((m + len(st.innet), N_HOPS), -np.inf)
+    src, dst, nbytes = gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64)
+    keep = (src != dst) & (nbytes > 0)
+    if keep.any():
+        usrc, udst, _, _, which = _unique_transfers(src[keep], dst[keep], nbytes[keep])
+        routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive)
+        per = np.full((usrc.shape[0], N_HOPS), -np.inf)
+        np.maximum.at(per, (routes.path_pair, HOP_OF_KIND[routes.path_kind]), routes.path_latency)
+        out[np.flatnonzero(keep)] = per[which]
+    _live_innet(st)
+    live = [i for i, op in enumerate(st.innet) if op[3] > 0]
+    nvls = [i for i in live if st.innet[i][0] == "nvls"]
+    if nvls:
+        ranks, is_up, _, op_of = _nvls_ends([st.innet[i] for i in nvls], gpu_ranks)
+        slowest = np.full(len(nvls), -np.inf)
+        np.maximum.at(slowest, op_of, topo.link_latency[_nvls_links(topo, ranks, is_up)])
+        out[m + np.array(nvls), HOP_NVLINK] = 2 * slowest
+    for i in (i for i in live if st.innet[i][0] == "sharp"):
+        _, inputs, outputs, nbytes = st.innet[i]
+        fs = sharp_flows(topo, gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)], float(nbytes), 1)
+        out[m + i, HOP_NET] = float(fs.latency.max())
+    return out

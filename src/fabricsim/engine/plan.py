@@ -17,13 +17,12 @@ import numpy as np
 
 from fabricsim.engine import symmetry
 from fabricsim.engine.call import Call, Options
-from fabricsim.engine.flows import FlowRules, FlowSet, concat, step_flows
+from fabricsim.engine.flows import N_HOPS, FlowRules, FlowSet, concat, item_latency, step_flows
 from fabricsim.engine.protocols import ProtocolModel, nccl_arch, protocol_model
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology.model import Topology
 
-N_HOPS = 3  # NCCL hop classes: nvlink, pci, net (protocols.HOP_CLASSES)
 WINDOW_LATENCY_LIMIT = 1 << 22  # (distinct windows x repetitions) evaluated; beyond, every repetition waits for the slowest hop
 
 
@@ -43,9 +42,10 @@ class HopLatency:
         for i, fs in enumerate(sets):
             if fs.n_flows:
                 w = fs.payload * fs.mult
-                hop = fs.hop.astype(np.int64)
-                np.maximum.at(longest[i], hop, fs.latency)
-                weight[i] = np.bincount(hop, weights=w, minlength=N_HOPS)
+                for hop in np.unique(fs.hop).tolist():
+                    mine = fs.hop == hop
+                    longest[i, hop] = fs.latency[mine].max()
+                    weight[i, hop] = w[mine].sum()
                 weighted[i] = float(np.dot(w, fs.latency))
         return HopLatency(longest, weighted, weight)
 
@@ -174,8 +174,8 @@ def price(plan: Plan, model: ProtocolModel, bytes_scale: float = 1.0) -> Pricing
 
 def _windows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> Windows | None:
     """A pipelined step's windows: its transfers and in-network operations grouped by the (first, last)
-    repetitions they move bytes in, each group's flows routed for their latencies. None when the step has no
-    windows, or too many to evaluate (then every repetition waits for the step's slowest hop)."""
+    repetitions they move bytes in, each group's path latency the longest of its items'. None when the step has
+    no windows, or too many to evaluate (then every repetition waits for the step's slowest hop)."""
     if st.active is None or st.repeat <= 1:
         return None
     first, last = (np.asarray(a, dtype=np.int64) for a in st.active)
@@ -185,16 +185,13 @@ def _windows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: Flow
         raise FabricsimError(f"StepTraffic.active must give (first, last) repetitions in 0..{st.repeat - 1} for each of the "
                              f"{n_items} transfers and in-network operations (first > last: never active)")
     key = first * (st.repeat + 1) + last
-    groups = np.unique(key[live])
+    groups, group = np.unique(key[live], return_inverse=True)
     if groups.size * st.repeat > WINDOW_LATENCY_LIMIT:
         return None
-    m = st.src.shape[0]
-    sets = []
-    for k in groups.tolist():
-        sel = live & (key == k)
-        sets.append(step_flows(topo, StepTraffic(st.src[sel[:m]], st.dst[sel[:m]], np.asarray(st.nbytes)[sel[:m]],
-                                                 innet=tuple(o for o, s in zip(st.innet, sel[m:]) if s)), gpu_ranks, rules))
-    return Windows(groups // (st.repeat + 1), groups % (st.repeat + 1), HopLatency.of(sets), int(st.repeat))
+    longest = np.full((groups.size, N_HOPS), -np.inf)
+    np.maximum.at(longest, group.ravel(), item_latency(topo, st, gpu_ranks, rules)[live])
+    latency = HopLatency(longest, np.zeros(groups.size), np.zeros((groups.size, N_HOPS)))
+    return Windows(groups // (st.repeat + 1), groups % (st.repeat + 1), latency, int(st.repeat))
 
 
 def _channel_bytes(fs: FlowSet, channels: int) -> float:
@@ -213,8 +210,7 @@ def _pattern_key(st: StepTraffic) -> bytes:
              np.asarray(st.nbytes, np.float64).tobytes()]
     if st.innet:
         kinds, inputs, outputs, nb = zip(*st.innet)
-        parts += ["/".join(kinds).encode(),
-                  np.array([len(a) for a in inputs] + [len(a) for a in outputs], dtype=np.int64).tobytes(),
-                  np.concatenate([np.asarray(a, np.int64) for a in inputs + outputs]).tobytes(),
+        parts += ["/".join(kinds).encode(), np.fromiter(map(len, inputs + outputs), np.int64).tobytes(),
+                  np.concatenate(inputs + outputs).astype(np.int64, copy=False).tobytes(),
                   np.asarray(nb, np.float64).tobytes()]
     return b"|".join(parts)
