@@ -172,15 +172,16 @@ def _transfer_edges(routes: Routes, n_links: int) -> tuple[np.ndarray, np.ndarra
 
 
 def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes, latency: float,
-                  hop: int, conns: int) -> FlowSet:
+                  hop: int, conns: int, copies: np.ndarray | int = 1) -> FlowSet:
     """One single-link flow per link of an in-network operation's tree; `ends` is the GPU rank at the link's
-    GPU side (-1 between switches); `nbytes` per link or one for all."""
+    GPU side (-1 between switches); `nbytes` per link or one for all; `copies`: identical flows each stands for."""
     n = links.shape[0]
     payload = np.broadcast_to(np.asarray(nbytes, dtype=np.float64) / conns, (n,)).copy()
     return FlowSet(
         edge_flow=np.arange(n, dtype=np.int64), edge_link=links.astype(np.int64), edge_share=np.ones(n),
         nbytes=payload, payload=payload,
-        mult=np.full(n, float(conns)), rate_cap=np.full(n, np.inf), latency=np.full(n, latency),
+        mult=np.broadcast_to(np.asarray(copies, dtype=np.float64) * conns, (n,)).copy(), rate_cap=np.full(n, np.inf),
+        latency=np.full(n, latency),
         hop=np.full(n, hop, dtype=np.int8), src=np.where(is_up, ends, -1).astype(np.int32),
         dst=np.where(is_up, -1, ends).astype(np.int32),
     )
@@ -189,13 +190,18 @@ def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes
 def nvls_flows(topo: Topology, ops: list[tuple], gpu_ranks: np.ndarray, rules: FlowRules) -> FlowSet:
     """NVLink SHARP, every ('nvls', inputs, outputs, nbytes) operation of a step at once (schedule ranks): each
     input's GPU->NVSwitch link and each output's NVSwitch->GPU link carry the chunk, at NCCL's nvlsEfficiency
-    (the multimem loads/stores reach less than NVLink's bulk rate)."""
+    (the multimem loads/stores reach less than NVLink's bulk rate). The same chunk size on the same link (every
+    channel's operation on one GPU) is one flow of higher multiplicity, as identical transfers are."""
     if rules.nvls_efficiency <= 0:
         raise FabricsimError("NVLS needs Hopper or newer GPUs (NCCL nvlsEfficiency is 0 before sm_90): use a ring or tree schedule")
     ranks, is_up, nbytes, _ = _nvls_ends(ops, gpu_ranks)
     links = _nvls_links(topo, ranks, is_up)
-    flows = _switch_flows(links, ranks, is_up, nbytes, 2 * float(topo.link_latency[links].max()), HOP_NVLINK,
-                          rules.connections)
+    order = np.lexsort((nbytes, links))
+    same = np.concatenate([[False], (links[order][1:] == links[order][:-1]) & (nbytes[order][1:] == nbytes[order][:-1])])
+    start = np.flatnonzero(~same)
+    one = order[start]
+    flows = _switch_flows(links[one], ranks[one], is_up[one], nbytes[one], 2 * float(topo.link_latency[links].max()),
+                          HOP_NVLINK, rules.connections, np.diff(np.append(start, order.shape[0])))
     return replace(flows, nbytes=flows.payload / rules.nvls_efficiency)
 
 

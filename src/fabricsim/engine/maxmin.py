@@ -25,16 +25,21 @@ def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, cap
     Every flow must cross at least one link. `rate_cap` bounds a flow's own rate (inf: none);
     `edge_share` (default 1) is the fraction of its flow's rate each edge puts on its link.
     """
-    mult = np.ones(n_flows) if mult is None else mult
     share = None if edge_share is None or (edge_share == 1).all() else np.asarray(edge_share, dtype=np.float64)
     links, e_link = np.unique(edge_link, return_inverse=True)
-    cap = capacity[links].astype(np.float64)
+    return _rates(edge_flow, e_link.ravel(), n_flows, capacity[links].astype(np.float64),
+                  np.ones(n_flows) if mult is None else mult, rate_cap, share)
+
+
+def _rates(e_flow: np.ndarray, e_lk: np.ndarray, n_flows: int, cap: np.ndarray, mult: np.ndarray,
+           rate_cap: np.ndarray | None, e_sh: np.ndarray | None) -> np.ndarray:
+    """maxmin_rates on links numbered 0..len(cap)-1 (`e_lk`), every one of them crossed by some edge or not;
+    `e_sh`: each edge's share of its flow's rate (None: 1)."""
     rem = cap.copy()
     rate = np.zeros(n_flows)
     active = np.ones(n_flows, dtype=bool)
     capped = rate_cap is not None and bool(np.isfinite(rate_cap).any())
     level = 0.0
-    e_flow, e_lk, e_sh = edge_flow, e_link, share  # edges of flows still active (compacted as flows freeze)
     while True:
         e_act = active[e_flow]
         if 2 * np.count_nonzero(e_act) < e_act.shape[0]:  # drop frozen flows' edges: later passes touch fewer
@@ -42,7 +47,7 @@ def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, cap
             e_sh = None if e_sh is None else e_sh[e_act]
             e_act = np.ones(e_flow.shape[0], dtype=bool)
         weight = mult[e_flow[e_act]] if e_sh is None else mult[e_flow[e_act]] * e_sh[e_act]
-        load = np.bincount(e_lk[e_act], weights=weight, minlength=links.shape[0])
+        load = np.bincount(e_lk[e_act], weights=weight, minlength=cap.shape[0])
         used = load > 0
         step = float(np.min(rem[used] / load[used]))
         if capped:
@@ -79,14 +84,17 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
     remaining = nbytes.astype(np.float64).copy()
     finish = np.where(persistent, np.inf, 0.0)
     alive = persistent | (remaining > 0)
+    links, edge_lk = np.unique(edge_link, return_inverse=True)  # the links crossed, numbered once for every re-solve
+    edge_lk = edge_lk.ravel()
+    cap = capacity[links].astype(np.float64)
     t = 0.0
     while (alive & ~persistent).any():
         ids = np.flatnonzero(alive)
         remap = np.full(n, -1, dtype=np.int64)
         remap[ids] = np.arange(ids.shape[0])
         e_keep = alive[edge_flow]
-        rates = maxmin_rates(remap[edge_flow[e_keep]], edge_link[e_keep], ids.shape[0], capacity, mult[ids], cap_f[ids],
-                             None if edge_share is None else edge_share[e_keep])
+        rates = _rates(remap[edge_flow[e_keep]], edge_lk[e_keep], ids.shape[0], cap, mult[ids], cap_f[ids],
+                       None if edge_share is None else edge_share[e_keep])
         finite = ~persistent[ids]
         left = remaining[ids[finite]] / rates[finite]
         dt = float(left.min())

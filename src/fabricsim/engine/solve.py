@@ -73,8 +73,16 @@ def drain_set(topo: Topology, plan: Plan, fs: FlowSet, level: str, bg: FlowSet) 
     return finish_times(topo, [fs], level, bg, offered_capacity(topo, plan, fs))[0]
 
 
+def steady_state(topo: Topology, plan: Plan, level: str, bg: FlowSet, t: np.ndarray | None = None) -> float:
+    """Drain time of all the plan's steps' traffic together (the pipeline's steady state). One pattern (a ring's
+    steps): its drain time `t` x its repeats, as draining is linear in the bytes."""
+    if len(plan.patterns) == 1 and t is not None:
+        return float(t[0] * plan.repeats.sum())
+    return float(drain_set(topo, plan, plan.union, level, bg).max(initial=0.0))
+
+
 def drained(topo: Topology, plan: Plan, level: str, bg: FlowSet, steady: bool) -> Drained:
     """Each pattern drained alone and, when `steady`, all steps' traffic together (at the plan's bytes)."""
     finishes = tuple(drain_set(topo, plan, fs, level, bg) for fs in plan.patterns)
     t = np.array([f.max(initial=0.0) for f in finishes])
-    return Drained(finishes, t, float(drain_set(topo, plan, plan.union, level, bg).max(initial=0.0)) if steady else None)
+    return Drained(finishes, t, steady_state(topo, plan, level, bg, t) if steady else None)

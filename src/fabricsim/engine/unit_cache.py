@@ -57,4 +57,4 @@ def _unit(topo: Topology, call: Call, opts: Options, model) -> Unit:
 
 def _steady(topo: Topology, unit: Unit, opts: Options) -> float:
     """The unit's steady-state drain: all steps' traffic together (needed once a size is cut into slices)."""
-    return float(solve.drain_set(topo, unit.plan, unit.plan.union, opts.level, empty_flows()).max(initial=0.0))
+    return solve.steady_state(topo, unit.plan, opts.level, empty_flows(), unit.drained.t)
