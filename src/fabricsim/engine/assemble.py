@@ -116,7 +116,7 @@ def _timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float, steady
     dur = step_lat + bw
     end = price.once_latency + np.cumsum(dur)
     start = end - dur
-    n_flows = int(sum(plan.patterns[k].n_flows for k in pat.tolist())) if pat.shape[0] <= FLOW_TIMELINE_LIMIT else FLOW_TIMELINE_LIMIT + 1
+    n_flows = int(np.array([fs.n_flows for fs in plan.patterns], dtype=np.int64)[pat].sum())
     if n_flows > FLOW_TIMELINE_LIMIT:
         return Timeline(start, end, pat)
     steps, src, dst, links, f_start, f_end = [], [], [], [], [], []

@@ -133,17 +133,10 @@ def plan_traffic(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts:
         steps, scale = symmetry.sample_rotations(steps, call.nranks, call.rotations)
         weight = symmetry.link_weights(topo, call.gpu_ranks)
     rules = FlowRules(call.connections, opts.pxn, opts.adaptive, model.net_peer_bw, model.nvls_efficiency)
-    index: dict[bytes, int] = {}
-    patterns: list[FlowSet] = []
-    order, repeats = [], []
-    for st in steps:
-        key = _pattern_key(st)
-        if key not in index:
-            index[key] = len(patterns)
-            patterns.append(step_flows(topo, st, call.gpu_ranks, rules))
-        order.append(index[key])
-        repeats.append(int(st.repeat))
-    order_a, rep_a = np.array(order, dtype=np.int64), np.array(repeats, dtype=np.int64)
+    order, firsts = _distinct(steps)
+    patterns = [step_flows(topo, steps[i], call.gpu_ranks, rules) for i in firsts]
+    order_a = np.array(order, dtype=np.int64)
+    rep_a = np.array([int(st.repeat) for st in steps], dtype=np.int64)
     total = np.bincount(order_a, weights=rep_a, minlength=len(patterns))
     windows = tuple(None if call.algorithm == "ring" else _windows(topo, st, call.gpu_ranks, rules) for st in steps)
     return Plan(
@@ -202,6 +195,33 @@ def _channel_bytes(fs: FlowSet, channels: int) -> float:
     if not sent.any():  # only switch-sourced flows: every receiver gets its payload
         return float(fs.payload.max())
     return float(np.bincount(fs.src[sent], weights=(fs.payload * fs.mult)[sent]).max()) / max(channels, 1)
+
+
+def _distinct(steps: Sequence[StepTraffic]) -> tuple[list[int], list[int]]:
+    """The traffic pattern of each step (steps moving the same bytes between the same ranks share one, timed
+    once) and the first step of each pattern. Steps are told apart by counts and sums first; only steps alike
+    in those are compared byte by byte."""
+    order: list[int] = []
+    firsts: list[int] = []
+    alike: dict[tuple, list[int]] = {}  # quick signature -> patterns having it
+    full: dict[int, bytes] = {}  # step -> its full key, made when a signature is shared
+
+    def key(i: int) -> bytes:
+        if i not in full:
+            full[i] = _pattern_key(steps[i])
+        return full[i]
+
+    for i, st in enumerate(steps):
+        sig = (st.src.shape[0], len(st.innet), int(np.sum(st.src)), int(np.sum(st.dst)), float(np.sum(st.nbytes)),
+               sum(op[3] for op in st.innet), tuple(len(a) for a in st.innet[0][1:3]) if st.innet else ())
+        same = [p for p in alike.get(sig, []) if key(firsts[p]) == key(i)]
+        if same:
+            order.append(same[0])
+            continue
+        alike.setdefault(sig, []).append(len(firsts))
+        order.append(len(firsts))
+        firsts.append(i)
+    return order, firsts
 
 
 def _pattern_key(st: StepTraffic) -> bytes:
