@@ -89,7 +89,7 @@ def check_ranks(topo: Topology, nranks: int, ranks) -> np.ndarray:
         raise FabricsimError(f"ranks must list {nranks} integer GPU ranks, one per schedule rank: got {arr.shape[0] if arr.ndim == 1 else arr.shape}")
     if arr.min() < 0 or arr.max() >= topo.n_gpus:
         raise FabricsimError(f"ranks must be GPU ranks 0..{topo.n_gpus - 1} of topology '{topo.name}': got {int(arr.min())}..{int(arr.max())}")
-    if np.unique(arr).shape[0] != nranks:
+    if (np.bincount(arr) > 1).any():
         raise FabricsimError("ranks lists a GPU twice: give each schedule rank its own GPU")
     return arr.astype(np.int32)
 

@@ -42,7 +42,7 @@ class HopLatency:
         for i, fs in enumerate(sets):
             if fs.n_flows:
                 w = fs.payload * fs.mult
-                for hop in np.unique(fs.hop).tolist():
+                for hop in np.flatnonzero(np.bincount(fs.hop, minlength=N_HOPS)).tolist():
                     mine = fs.hop == hop
                     longest[i, hop] = fs.latency[mine].max()
                     weight[i, hop] = w[mine].sum()
@@ -119,7 +119,7 @@ class Pricing:
 def call_model(topo: Topology, call: Call) -> ProtocolModel:
     """NCCL's protocol constants for this call (its algorithm, protocol, GPU generation, node count, channels)."""
     nranks = call.nranks // call.copies
-    n_nodes = int(np.unique(topo.gpu_domain[call.gpu_ranks[:nranks]]).shape[0])
+    n_nodes = int(np.count_nonzero(np.bincount(topo.gpu_domain[call.gpu_ranks[:nranks]])))
     model = protocol_model(call.algorithm, call.protocol, nccl_arch(topo, call.gpu_ranks), n_nodes, call.channels,
                            call.collective, nranks)
     return model if call.net_peer_bw is None else replace(model, net_peer_bw=call.net_peer_bw)

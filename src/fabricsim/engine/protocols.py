@@ -176,7 +176,7 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
 def nccl_arch(topo: Topology, gpu_ranks: np.ndarray) -> str:
     """NCCL's compute-capability row for these GPUs: from the lowest compute capability, as NCCL's `minCompCap`
     (>= 10 Blackwell, >= 9 Hopper, >= 8 Ampere, else Volta; tuning.cc)."""
-    parts = np.unique(topo.dev_part[topo.gpu_device[gpu_ranks]])
+    parts = np.flatnonzero(np.bincount(topo.dev_part[topo.gpu_device[gpu_ranks]]))
     cc = min(hardware.get_gpu(topo.parts[int(p)]).compute_capability for p in parts)
     if cc >= 10:
         return "Blackwell"
