@@ -92,7 +92,7 @@ class ProtocolModel:
     hop_latency: tuple[float, float, float]  # s per step for nvlink, pci, net hops
     per_step_latency: tuple[bool, bool, bool]  # per hop class: its latency counts per step; False: once per collective
     busbw_cap_per_channel: float  # bytes/s of NCCL bus bandwidth per channel (inf: none); tuning.cc caps busBw at nChannels x this
-    busbw_cap_source: str  # which tuning.cc table the cap is ('' when none)
+    busbw_cap_source: str  # the tuning.cc table the per-channel cap comes from ('' when none)
     bus_to_alg: float  # NCCL's busBw -> algBw ratio for the cap (tuning.cc: Tree/CollNet 0.5, Ring/NVLS nRanks/nSteps)
     nvls_efficiency: float
     slice_bytes: float  # payload bytes per pipeline slice
@@ -151,7 +151,7 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         ll_max = LL_MAX_GBPS_ONE_NODE[arch] if n_nodes == 1 else LL_MAX_GBPS_MULTI_NODE[col]
         if ll_max * GBPS / channels < cap:
             row = f"[{arch}][0]" if n_nodes == 1 else f"[0][N{(1, 2, 4)[col]}]"
-            cap, source = ll_max * GBPS / channels, f"tuning.cc llMaxBws{row} shared by the channels"
+            cap, source = ll_max * GBPS / channels, f"tuning.cc llMaxBws{row} / channels"
     if protocol == "simple":
         slice_bytes = SIMPLE_BUFFSIZE / NCCL_STEPS * SIMPLE_SLICE_STEPS.get(collective, 1)
     elif protocol == "ll":
