@@ -63,7 +63,7 @@ def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bo
         bounds.append(Limiter("links", neck.effective_capacity, slowdown * neck.busy_time,
                               f"{neck.tech} capacity x catalog efficiency {neck.efficiency:.2f}",
                               f"bottleneck {neck.name}, {neck.effective_capacity / 1e9:.1f} GB/s effective, "
-                              f"{neck.flows} flows{shared}"))
+                              f"{neck.flows} flow{'s' * (neck.flows != 1)}{shared}"))
     capped = np.isfinite(plan.union.rate_cap)
     if capped.any():
         union = plan.union
