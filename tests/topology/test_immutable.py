@@ -98,7 +98,7 @@ def _collected(make) -> bool:
 
 
 def test_a_topology_is_freed_after_perf_tuner_and_training_calls():
-    from fabricsim.cli.perf import rows_for
+    from fabricsim.reports.sweep import predict
     from fabricsim.training.comm import engine_comm_model
     from fabricsim.training.models import load_model
     from fabricsim.training.parallel import Parallelism, resolve
@@ -107,10 +107,9 @@ def test_a_topology_is_freed_after_perf_tuner_and_training_calls():
 
     def used() -> weakref.ref:
         topo = load_cluster("dgx-h100", nodes=2)
-        rows_for(topo, "all_reduce", [1 << 20, 1 << 30], dtype="float", redop="sum", root=0, algos=None, protos=None,
-                 level="flow", library="nccl", model="fabricsim")
-        rows_for(topo, "alltoall", [1 << 24], dtype="float", redop="sum", root=0, algos=None, protos=None,
-                 level="flow", library="nccl", model="fabricsim")
+        every = np.arange(topo.n_gpus)
+        predict(topo, every, "all_reduce", [1 << 20, 1 << 30])
+        predict(topo, every, "alltoall", [1 << 24])
         best(topo, "sendrecv", 1 << 24, ranks=np.array([0, 8], dtype=np.int32))
         par = resolve(Parallelism(tp=8, global_batch=64), 16)
         step_time(load_model("llama3-8b"), par, topology_gpu(topo), engine_comm_model(topo))
@@ -145,3 +144,10 @@ def test_a_topology_pickles_without_its_store(h100):
     np.testing.assert_array_equal(back.link_capacity, h100.link_capacity)
     assert not back.link_capacity.flags.writeable
     assert best(back, "all_reduce", 1 << 20).result.time == best(h100, "all_reduce", 1 << 20).result.time
+
+
+def test_repr_is_one_short_line():
+    topo = load_cluster("superpod-h100", gpus=1024)
+    assert repr(topo) == f"Topology('superpod-h100': 1024 GPUs, {topo.n_devices} devices, {topo.n_links} links)"
+    res = best(topo, "all_reduce", 1 << 30, algos=["ring"]).result
+    assert len(repr(res)) < 200 and "all_reduce ring/" in repr(res)

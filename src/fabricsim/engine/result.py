@@ -62,7 +62,7 @@ class Timeline:
     flow_end: np.ndarray | None = None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Result:
     """One collective timed on one fabric.
 

@@ -63,7 +63,7 @@ _ARRAYS = ("dev_kind", "dev_node", "dev_domain", "dev_local", "dev_level", "dev_
            "gpu_nic", "gpu_cpu", "link_origin")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Topology:
     """A cluster as devices and directed links: an immutable value.
 
@@ -138,6 +138,9 @@ class Topology:
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         values["features"] = dict(self.features)
         return (_rebuild, (values,))
+
+    def __repr__(self) -> str:
+        return f"Topology({self.name!r}: {self.n_gpus} GPUs, {self.n_devices} devices, {self.n_links} links)"
 
     def derive(self, key: Hashable, compute: Callable[[], T]) -> T:
         """Data derived from this topology, computed once by `compute()` and kept in its bounded store
