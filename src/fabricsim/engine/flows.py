@@ -344,10 +344,11 @@ def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: Fl
 
 
 def item_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> np.ndarray:
-    """(transfers + in-network operations, 3): each item's longest path latency among its flows, per NCCL hop
-    class (nvlink, pci, net); -inf where it has none (a local copy, an empty transfer). What `step_flows` gives
-    every flow of the item, found without building the flows: routes are the step's own (kept in the store), an
-    NVLS operation waits 2 x its slowest NVSwitch link, a SHARP operation its tree's climb and edges."""
+    """(transfers + in-network operations, 3): the path latency of each item's flows per NCCL hop class (nvlink,
+    pci, net), -inf where it has none (a local copy, an empty transfer): what `step_flows` gives them, found
+    without building the flows. A transfer's routes are the step's own (kept in the store), its latency the mean
+    of its paths' by weight (as p2p_flows); an NVLS operation waits 2 x its slowest NVSwitch link, a SHARP
+    operation its tree's climb and edges."""
     m = st.src.shape[0]
     out = np.full((m + len(st.innet), N_HOPS), -np.inf)
     src, dst, nbytes = gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64)
@@ -355,8 +356,11 @@ def item_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: 
     if keep.any():
         usrc, udst, _, _, which = _unique_transfers(src[keep], dst[keep], nbytes[keep])
         routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive)
-        per = np.full((usrc.shape[0], N_HOPS), -np.inf)
-        np.maximum.at(per, (routes.path_pair, HOP_OF_KIND[routes.path_kind]), routes.path_latency)
+        pair = routes.path_pair.astype(np.int64)
+        first = np.flatnonzero(np.concatenate([[True], pair[1:] != pair[:-1]]))  # a pair's paths: one kind
+        per = np.full((usrc.shape[0], N_HOPS), -np.inf)  # as p2p_flows: the weighted mean of the pair's paths
+        per[np.arange(usrc.shape[0]), HOP_OF_KIND[routes.path_kind[first]]] = np.bincount(
+            pair, weights=routes.path_weight * routes.path_latency, minlength=usrc.shape[0])
         out[np.flatnonzero(keep)] = per[which]
     _live_innet(st)
     live = [i for i, op in enumerate(st.innet) if op[3] > 0]
