@@ -178,7 +178,7 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
     base = inc.cap.copy()  # capacity less what the kept flows take
     load, crossing = _link_loads(inc, np.flatnonzero(alive[inc.edge_flow]), mult)  # of the flows to solve: alive, not kept
     t, start = 0.0, 0.0  # start: the level the kept flows' rates are below
-    while (alive & ~persistent).any():
+    while (alive & ~persistent).any():  # left by the break below once the last finite flow finishes
         rates = _fill(inc, alive & ~kept, load.copy(), crossing.copy(), base, start, mult, rate_cap, capped)
         rates[kept] = kept_rate[kept]
         ids = np.flatnonzero(alive & ~persistent)
@@ -191,6 +191,8 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
         remaining[done] = 0.0
         finish[done] = t
         alive[done] = False
+        if not (alive & ~persistent).any():
+            break
         start = float(rates[done].min()) * (1 - 1e-6)
         now_kept = alive & (rates < start)
         gone_kept, gone_active = done[kept[done]], done[~kept[done]]
