@@ -18,13 +18,12 @@ COMMAND = ["perf", "all_reduce", "--cluster", "superpod-h100", "--gpus", "4096",
 SEARCH = """
 import time
 import numpy as np
-from fabricsim.cli.perf import rows_for
+from fabricsim.reports.sweep import predict
 from fabricsim.topology import load_cluster
 topo = load_cluster("superpod-h100", gpus=4096)
 t = time.perf_counter()
-rows = rows_for(topo, "all_reduce", [1 << 30], dtype="float", redop="sum", root=0, algos={algos}, protos=None,
-                level="flow", library="nccl", model="fabricsim")
-print(time.perf_counter() - t, rows[0][0].algo, rows[0][0].proto, rows[0][0].busbw)
+row = predict(topo, np.arange(topo.n_gpus), "all_reduce", [1 << 30], algos={algos})[0].row
+print(time.perf_counter() - t, row.algo, row.proto, row.busbw)
 """
 
 

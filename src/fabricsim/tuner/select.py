@@ -154,8 +154,6 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
     return Job(schedule, nbytes, ranks, elem_size, proto, channels, net_peer_bw)
 
 
-# NCCL runs SendRecv and AllToAll as point-to-point operations (ncclSend/ncclRecv, enqueue.cc p2p schedule).
-P2P_COLLECTIVES = ("sendrecv", "alltoall")
 NCCL_VERSION = (2, 30)  # the release fabricsim's NCCL constants are read from (v2.30.7)
 # NCCL_P2P_PER_CHANNEL_NET_BW default, GB/s -> B/s: what one p2p channel moves over the network. NCCL sizes
 # its network p2p channels by it (src/graph/paths.cc ncclTopoGetNchannels, v2.29.2 .. v2.30.7).
