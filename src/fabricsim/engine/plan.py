@@ -181,8 +181,10 @@ def _windows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: Flow
     groups, group = np.unique(key[live], return_inverse=True)
     if groups.size * st.repeat > WINDOW_LATENCY_LIMIT:
         return None
-    longest = np.full((groups.size, N_HOPS), -np.inf)
-    np.maximum.at(longest, group.ravel(), item_latency(topo, st, gpu_ranks, rules)[live])
+    group = group.ravel()
+    order = np.argsort(group, kind="stable")  # items by group: each group's longest latency in one reduceat
+    starts = np.flatnonzero(np.concatenate([[True], group[order][1:] != group[order][:-1]]))
+    longest = np.maximum.reduceat(item_latency(topo, st, gpu_ranks, rules)[live][order], starts, axis=0)
     latency = HopLatency(longest, np.zeros(groups.size), np.zeros((groups.size, N_HOPS)))
     return Windows(groups // (st.repeat + 1), groups % (st.repeat + 1), latency, int(st.repeat))
 
