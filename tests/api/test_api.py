@@ -117,7 +117,8 @@ def test_explain_uses_one_spelling_and_keeps_fabricsims_reason():
     rows = fs.perf("dgx-h100", "all_reduce", ["1M", "1G"]).explain()
     assert [e.fabricsim_pick for e in rows] == [e.nccl_pick for e in rows]  # e.g. nvls/simple both sides
     assert all(e.same_pick and e.reason.startswith("same pick; fabricsim is") for e in rows)
-    assert all("(nvlink4)" in e.reason and "(nvlink4, " not in e.reason for e in rows)  # the technology once
+    assert "(nvlink4)" in rows[1].reason and all("(nvlink4, " not in e.reason for e in rows)  # the technology once
+    assert "llMaxBws" in rows[0].reason  # at 1 MiB ring/ll is held by NCCL's LL cap, not by a link (Result.limiter)
     sendrecv = fs.perf(fs.cluster("dgx-h100", nodes=2), "sendrecv", "1G").explain()[0]
     assert sendrecv.nccl_pick is None and "fabricsim is bandwidth-bound: bottleneck" in sendrecv.reason
     with pytest.raises(fs.FabricsimError, match="cost_model='fabricsim'"):

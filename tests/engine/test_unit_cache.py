@@ -3,17 +3,14 @@ message itself (bytes, link loads and max-min drain times are linear in the mess
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from fabricsim.engine import Job, simulate
-from fabricsim.schedules import build_schedule, structure_from_topology
+from fabricsim.engine import simulate, time_traffic
+from fabricsim.schedules import build_schedule, structure_from_topology, traffic
 from fabricsim.topology import load_cluster
 
-SIM = sys.modules["fabricsim.engine.simulate"]
 TOPO = load_cluster("superpod-h100", nodes=40)  # partly filled scalable unit: uneven links
 STRUCT = structure_from_topology(TOPO)
 CALLS = [("all_reduce", "ring", 8), ("all_reduce", "tree", 2), ("all_reduce", "nvls_tree", 1), ("all_gather", "pat", 1),
@@ -21,8 +18,10 @@ CALLS = [("all_reduce", "ring", 8), ("all_reduce", "tree", 2), ("all_reduce", "n
 
 
 def uncached(sched, nbytes, **kw):
-    args = SIM._job_args(TOPO, Job(sched, nbytes, None, 4, kw.get("protocol", "simple"), None, None))
-    return SIM.time_traffic(TOPO, args.pop("steps"), **args, level=kw.get("level", "flow"))
+    """The message timed itself, from its step traffic (no unit message involved)."""
+    return time_traffic(TOPO, traffic(sched, nbytes, 4), collective=sched.collective, algorithm=sched.algorithm,
+                        nranks=sched.nranks, nbytes=nbytes, rotations=sched.rotations, channels=sched.channels,
+                        protocol=kw.get("protocol", "simple"), level=kw.get("level", "flow"))
 
 
 @settings(max_examples=30, deadline=None)
@@ -45,18 +44,9 @@ def test_scaled_unit_equals_timing_the_message(call, proto, level, multiple, odd
     assert [b.link for b in got.bottlenecks] == [b.link for b in want.bottlenecks]
 
 
-def test_the_unit_cache_stays_bounded():
-    sched = build_schedule("all_reduce", "ring", STRUCT.nranks, structure=STRUCT, channels=8)
-    pieces = int(np.prod(sched.chunkmap.split)) if sched.chunkmap is not None else sched.nchunks
-    for channels in range(8, 8 * (SIM.UNIT_CACHE_ENTRIES + 4), 8):
-        simulate(TOPO, sched, 4 * pieces * 64, channels=channels)
-    assert len(SIM._UNITS[TOPO]) == SIM.UNIT_CACHE_ENTRIES
-
-
-def test_the_unit_cache_is_bounded_by_the_flows_it_holds(monkeypatch):
-    monkeypatch.setattr(SIM, "UNIT_CACHE_FLOWS", 1)
-    sched = build_schedule("all_reduce", "ring", STRUCT.nranks, structure=STRUCT, channels=8)
-    pieces = int(np.prod(sched.chunkmap.split)) if sched.chunkmap is not None else sched.nchunks
-    for channels in (8, 16, 24):
-        simulate(TOPO, sched, 4 * pieces * 64, channels=channels)
-    assert len(SIM._UNITS[TOPO]) == 1  # only the newest entry stays
+def test_a_sweep_keeps_one_unit_timing_per_call_in_the_topologys_store():
+    topo = load_cluster("dgx-h100", nodes=2)
+    sched = build_schedule("all_reduce", "ring", 16, structure=structure_from_topology(topo), channels=8)
+    for size in (1 << 20, 1 << 24, 1 << 28):
+        simulate(topo, sched, size)
+    assert topo._derived.kinds()["unit"] == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from handmade import NDR, NVL4, PCIE5, cube_mesh_node, leaf_spine, nvswitch_cluster, pcie_node
@@ -190,8 +192,7 @@ def test_bad_input_raises_fabricsim_error(src, dst, match):
 
 
 def test_gpu_without_nic_cannot_leave_its_host():
-    t = nvswitch_cluster()
-    t.gpu_nic[:] = -1
+    t = dataclasses.replace(nvswitch_cluster(), gpu_nic=np.full(16, -1, dtype=np.int32))
     with pytest.raises(FabricsimError, match="has no NIC"):
         route(t, 0, 8)
 

@@ -123,17 +123,23 @@ def test_nic_speed_and_switch_kind_mismatch():
     _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, fabric="roce")), "'infiniband' switch but the fabric is 'roce'")
 
 
+def _changed(topo, field: str, index: int, value):
+    """A copy of `topo` with one array entry changed (a built topology's arrays are read-only)."""
+    arr = getattr(topo, field).copy()
+    arr[index] = value
+    return replace(topo, **{field: arr})
+
+
 @pytest.mark.parametrize("corrupt,match", [
-    (lambda t: t.link_capacity.__setitem__(3, 0.0), "capacity 0.0"),
-    (lambda t: t.link_capacity.__setitem__(5, -1.0), "capacity -1.0"),
-    (lambda t: t.link_latency.__setitem__(2, -1e-6), "latency"),
-    (lambda t: t.link_dst.__setitem__(1, 5), "no opposite twin"),
+    (lambda t: _changed(t, "link_capacity", 3, 0.0), "capacity 0.0"),
+    (lambda t: _changed(t, "link_capacity", 5, -1.0), "capacity -1.0"),
+    (lambda t: _changed(t, "link_latency", 2, -1e-6), "latency"),
+    (lambda t: _changed(t, "link_dst", 1, 5), "no opposite twin"),
 ])
 def test_validate_rejects_corrupt_arrays(corrupt, match):
     from fabricsim.topology import validate
 
-    topo = load_cluster("dgx-h100")
-    corrupt(topo)
+    topo = corrupt(load_cluster("dgx-h100"))
     _err(lambda: validate(topo), match)
 
 

@@ -7,29 +7,33 @@ step are merged into one flow of higher multiplicity, which max-min fairness tre
 separate flows. A transfer routed over several weighted paths (adaptive routing) is one flow whose
 links carry its paths' weights: spraying keeps the paths' rates in proportion, and the transfer
 competes for its NIC and PCIe links as one flow, as it does on the wire.
+
+Flows carry their bytes as a protocol with wire efficiency 1 would put them on the wire: every protocol
+(LL, LL128, Simple) only divides all of them by its efficiency (`FlowSet.on_wire`), so the flows, and the
+drain times the solver finds for them (linear in the bytes), are shared by the protocols of one algorithm.
 """
 
 from __future__ import annotations
 
 import hashlib
-import weakref
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fabricsim.engine.protocols import HOP_NET, HOP_NVLINK, HOP_PCI, ProtocolModel
+from fabricsim.engine.protocols import HOP_NET, HOP_NVLINK, HOP_PCI
 from fabricsim.errors import FabricsimError
 from fabricsim import routing
 from fabricsim.routing.model import PathKind, Routes
+from fabricsim.routing.tables import tables
 from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology.model import DeviceKind, Topology
 
+N_HOPS = 3  # NCCL hop classes: nvlink, pci, net (protocols.HOP_CLASSES)
 # NCCL hop class of each routing PathKind (tuning.cc prices NVLink, PCI and NET hops differently).
 HOP_OF_KIND = np.array([HOP_NVLINK] * 8, dtype=np.int8)
 HOP_OF_KIND[[PathKind.PCIE, PathKind.HOST]] = HOP_PCI
 HOP_OF_KIND[[PathKind.NET, PathKind.NET_HOST, PathKind.PXN]] = HOP_NET
-
-_ROUTES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,6 +58,10 @@ class FlowSet:
         """The same flows carrying `factor` times the bytes."""
         return replace(self, nbytes=self.nbytes * factor, payload=self.payload * factor)
 
+    def on_wire(self, efficiency: float) -> FlowSet:
+        """The same flows under a protocol whose wire carries `efficiency` payload bytes per byte."""
+        return self if efficiency == 1.0 else replace(self, nbytes=self.nbytes / efficiency)
+
     def link_bytes(self, n_links: int) -> np.ndarray:
         """Wire bytes each link carries."""
         return np.bincount(self.edge_link, weights=(self.nbytes * self.mult)[self.edge_flow] * self.edge_share,
@@ -62,6 +70,17 @@ class FlowSet:
     def link_flows(self, n_links: int) -> np.ndarray:
         """Number of flows (counting copies) crossing each link."""
         return np.bincount(self.edge_link, weights=self.mult[self.edge_flow], minlength=n_links)
+
+
+@dataclass(frozen=True)
+class FlowRules:
+    """How transfers become flows, besides their routes."""
+
+    connections: int = 1  # parallel connections carrying each transfer (NCCL channels between the same GPUs)
+    pxn: bool | None = None  # PXN for cross-rail traffic: None as NCCL, True / False forced
+    adaptive: bool = False  # spread over every equal-cost fabric path instead of one hashed path
+    net_peer_bw: float = math.inf  # bytes/s one point-to-point transfer gets across the network (NCCL p2p channels)
+    nvls_efficiency: float = 1.0  # NCCL nvlsEfficiency: NVLS moves this fraction of NVLink's rate (0: no NVLS)
 
 
 def empty_flows() -> FlowSet:
@@ -81,50 +100,52 @@ def concat(sets: list[FlowSet]) -> FlowSet:
 
 
 def routes_for(topo: Topology, src: np.ndarray, dst: np.ndarray, pxn: bool | None, adaptive: bool) -> Routes:
-    """`route_pairs`, cached per topology by the exact pair list (a ring's steps all share one)."""
-    key = (hashlib.blake2b(src.astype(np.int32).tobytes() + b"|" + dst.astype(np.int32).tobytes(),
-                           digest_size=16).digest(), pxn, adaptive)
-    cache = _ROUTES.setdefault(topo, {})
-    if key not in cache:
-        cache[key] = routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive)
-    return cache[key]
+    """`route_pairs`, kept in the topology's derived store by the exact pair list (a ring's steps all share one)."""
+    key = ("routes", hashlib.blake2b(src.astype(np.int32).tobytes() + b"|" + dst.astype(np.int32).tobytes(),
+                                     digest_size=16).digest(), pxn, adaptive)
+    return topo.derive(key, lambda: routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive))
 
 
 def _unique_transfers(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Distinct (src, dst, bytes) transfers sorted by src, dst, bytes, and how often each occurs (two integer
-    sort keys: much faster than np.unique over rows for an all-to-all's n^2 transfers)."""
+    """Distinct (src, dst, bytes) transfers sorted by src, dst, bytes, how often each occurs, and which distinct
+    transfer each input is (two integer sort keys: much faster than np.unique over rows for an all-to-all's n^2
+    transfers)."""
     pair = (src.astype(np.int64) << 32) | dst.astype(np.int64)
     size = np.asarray(nbytes, dtype=np.float64)
     order = np.lexsort((size, pair))
     pair, size = pair[order], size[order]
-    start = np.flatnonzero(np.concatenate([[True], (pair[1:] != pair[:-1]) | (size[1:] != size[:-1])]))
+    first = np.concatenate([[True], (pair[1:] != pair[:-1]) | (size[1:] != size[:-1])])
+    start = np.flatnonzero(first)
     counts = np.diff(np.append(start, pair.shape[0]))
-    return ((pair[start] >> 32).astype(np.int32), (pair[start] & 0xFFFFFFFF).astype(np.int32), size[start], counts)
+    which = np.empty(order.shape[0], dtype=np.int64)
+    which[order] = np.cumsum(first) - 1
+    return ((pair[start] >> 32).astype(np.int32), (pair[start] & 0xFFFFFFFF).astype(np.int32), size[start], counts,
+            which)
 
 
-def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, model: ProtocolModel,
-              conns: int, pxn: bool | None, adaptive: bool) -> FlowSet:
-    """Flows of point-to-point transfers between GPU ranks, each split over `conns` parallel connections;
-    one flow per transfer, crossing its routed paths' links with their weights. Local copies (src == dst)
-    and empty transfers are free. A transfer that crosses the network is capped at `model.net_peer_bw` in
-    all (NCCL point-to-point operations stripe one peer's data over a fixed number of channels, each with a
-    bounded rate)."""
+def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray, rules: FlowRules) -> FlowSet:
+    """Flows of point-to-point transfers between GPU ranks, each split over `rules.connections` parallel
+    connections; one flow per transfer, crossing its routed paths' links with their weights. Local copies
+    (src == dst) and empty transfers are free. A transfer that crosses the network is capped at
+    `rules.net_peer_bw` in all (NCCL point-to-point operations stripe one peer's data over a fixed number of
+    channels, each with a bounded rate)."""
     keep = (src != dst) & (nbytes > 0)
     if not keep.any():
         return empty_flows()
-    usrc, udst, ubytes, counts = _unique_transfers(src[keep], dst[keep], nbytes[keep])
-    routes = routes_for(topo, usrc, udst, pxn, adaptive)
+    conns = rules.connections
+    usrc, udst, ubytes, counts, _ = _unique_transfers(src[keep], dst[keep], nbytes[keep])
+    routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive)
     edge_flow, edge_link, edge_share = _transfer_edges(routes, topo.n_links)
     pair = routes.path_pair.astype(np.int64)
     first = np.flatnonzero(np.concatenate([[True], pair[1:] != pair[:-1]]))  # paths of a pair are contiguous
     payload = ubytes / conns
     hop = HOP_OF_KIND[routes.path_kind[first]]  # a pair's paths are all of one kind
-    rate_cap = np.where(hop == HOP_NET, model.net_peer_bw / conns, np.inf)
+    rate_cap = np.where(hop == HOP_NET, rules.net_peer_bw / conns, np.inf)
     return FlowSet(
         edge_flow=edge_flow,
         edge_link=edge_link,
         edge_share=edge_share,
-        nbytes=payload / model.wire_efficiency,
+        nbytes=payload,
         payload=payload,
         mult=(counts * conns).astype(np.float64),
         rate_cap=rate_cap,
@@ -151,57 +172,62 @@ def _transfer_edges(routes: Routes, n_links: int) -> tuple[np.ndarray, np.ndarra
 
 
 def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes, latency: float,
-                  hop: int, conns: int) -> FlowSet:
+                  hop: int, conns: int, copies: np.ndarray | int = 1) -> FlowSet:
     """One single-link flow per link of an in-network operation's tree; `ends` is the GPU rank at the link's
-    GPU side (-1 between switches); `nbytes` per link or one for all."""
+    GPU side (-1 between switches); `nbytes` per link or one for all; `copies`: identical flows each stands for."""
     n = links.shape[0]
     payload = np.broadcast_to(np.asarray(nbytes, dtype=np.float64) / conns, (n,)).copy()
     return FlowSet(
         edge_flow=np.arange(n, dtype=np.int64), edge_link=links.astype(np.int64), edge_share=np.ones(n),
         nbytes=payload, payload=payload,
-        mult=np.full(n, float(conns)), rate_cap=np.full(n, np.inf), latency=np.full(n, latency),
+        mult=np.broadcast_to(np.asarray(copies, dtype=np.float64) * conns, (n,)).copy(), rate_cap=np.full(n, np.inf),
+        latency=np.full(n, latency),
         hop=np.full(n, hop, dtype=np.int8), src=np.where(is_up, ends, -1).astype(np.int32),
         dst=np.where(is_up, -1, ends).astype(np.int32),
     )
 
 
-def nvls_flows(topo: Topology, ops: list[tuple[np.ndarray, np.ndarray, float]], model: ProtocolModel,
-               conns: int) -> FlowSet:
-    """NVLink SHARP, every (inputs, outputs, nbytes) operation of a step at once: each input's GPU->NVSwitch
-    link and each output's NVSwitch->GPU link carry the chunk, at NCCL's nvlsEfficiency (the multimem
-    loads/stores reach less than NVLink's bulk rate)."""
-    if model.nvls_efficiency <= 0:
+def nvls_flows(topo: Topology, ops: list[tuple], gpu_ranks: np.ndarray, rules: FlowRules) -> FlowSet:
+    """NVLink SHARP, every ('nvls', inputs, outputs, nbytes) operation of a step at once (schedule ranks): each
+    input's GPU->NVSwitch link and each output's NVSwitch->GPU link carry the chunk, at NCCL's nvlsEfficiency
+    (the multimem loads/stores reach less than NVLink's bulk rate). The same chunk size on the same link (every
+    channel's operation on one GPU) is one flow of higher multiplicity, as identical transfers are."""
+    if rules.nvls_efficiency <= 0:
         raise FabricsimError("NVLS needs Hopper or newer GPUs (NCCL nvlsEfficiency is 0 before sm_90): use a ring or tree schedule")
-    up = _nvswitch_uplink(topo)
-    ranks = np.concatenate([np.concatenate([i, o]) for i, o, _ in ops]).astype(np.int64)
-    is_up = np.concatenate([np.arange(len(i) + len(o)) < len(i) for i, o, _ in ops])
-    nbytes = np.concatenate([np.full(len(i) + len(o), b) for i, o, b in ops])
-    links = up[ranks]
-    if (links < 0).any():
-        bad = int(ranks[links < 0][0])
+    ranks, is_up, nbytes, _ = _nvls_ends(ops, gpu_ranks)
+    links = _nvls_links(topo, ranks, is_up)
+    order = np.lexsort((nbytes, links))
+    same = np.concatenate([[False], (links[order][1:] == links[order][:-1]) & (nbytes[order][1:] == nbytes[order][:-1])])
+    start = np.flatnonzero(~same)
+    one = order[start]
+    flows = _switch_flows(links[one], ranks[one], is_up[one], nbytes[one], 2 * float(topo.link_latency[links].max()),
+                          HOP_NVLINK, rules.connections, np.diff(np.append(start, order.shape[0])))
+    return replace(flows, nbytes=flows.payload / rules.nvls_efficiency)
+
+
+def _nvls_ends(ops: list[tuple], gpu_ranks: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Every NVLS operation's GPU ends in order (its inputs, then its outputs), whether each is an input, the
+    operation's bytes, and which operation each end belongs to: one pass over the operations, vectorised."""
+    n = len(ops)
+    inputs, outputs = [op[1] for op in ops], [op[2] for op in ops]
+    lengths = np.column_stack([np.fromiter(map(len, inputs), np.int64, n), np.fromiter(map(len, outputs), np.int64, n)]).ravel()
+    ends = np.concatenate([a for pair in zip(inputs, outputs) for a in pair]).astype(np.int64)
+    is_up = np.repeat(np.tile([True, False], n), lengths)
+    per_op = lengths[0::2] + lengths[1::2]
+    nbytes = np.repeat(np.fromiter((op[3] for op in ops), np.float64, n), per_op)
+    return gpu_ranks[ends], is_up, nbytes, np.repeat(np.arange(n), per_op)
+
+
+def _nvls_links(topo: Topology, ranks: np.ndarray, is_up: np.ndarray) -> np.ndarray:
+    """Each end's link to (inputs) or from (outputs) its domain's one logical NVSwitch."""
+    up = tables(topo).nvsw_link[ranks]
+    if (up < 0).any():
+        bad = int(ranks[up < 0][0])
         raise FabricsimError(f"GPU rank {bad} has no NVSwitch link, so NVLS cannot run on it: use a ring or tree schedule, or a topology with NVSwitch")
-    links = np.where(is_up, links, links ^ 1)
-    flows = _switch_flows(links, ranks, is_up, nbytes, 2 * float(topo.link_latency[links].max()), HOP_NVLINK, conns)
-    return replace(flows, nbytes=flows.payload / (model.wire_efficiency * model.nvls_efficiency))
+    return np.where(is_up, up, up ^ 1)
 
 
-_UPLINKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _nvswitch_uplink(topo: Topology) -> np.ndarray:
-    """Per GPU rank, its link to the NVSwitch device of its domain (-1: none; cached per topology). NVSwitch
-    chips of a domain are one logical device (topology convention), so there is at most one."""
-    if topo not in _UPLINKS:
-        to_nvs = (topo.dev_kind[topo.link_src] == DeviceKind.GPU) & (topo.dev_kind[topo.link_dst] == DeviceKind.NVSWITCH)
-        by_dev = np.full(topo.n_devices, -1, dtype=np.int64)
-        lk = np.flatnonzero(to_nvs)
-        by_dev[topo.link_src[lk[::-1]]] = lk[::-1]  # lowest link index wins
-        _UPLINKS[topo] = by_dev[topo.gpu_device]
-    return _UPLINKS[topo]
-
-
-def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, model: ProtocolModel,
-                conns: int) -> FlowSet:
+def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes: float, conns: int) -> FlowSet:
     """InfiniBand SHARP: every input's path GPU -> NIC -> leaf and the switch tree up to the aggregation switch
     (lowest common ancestor of the participating leaves) carry the chunk once, and the same tree back down to
     every output. Each tree link carries the data once because switches reduce (up) and replicate (down)."""
@@ -241,8 +267,7 @@ def sharp_flows(topo: Topology, inputs: np.ndarray, outputs: np.ndarray, nbytes:
     is_up = np.concatenate([np.ones(sum(len(x) for x in up_links) + tree_links.shape[0], bool),
                             np.zeros(sum(len(x) for x in down_links) + tree_links.shape[0], bool)])
     links, first = np.unique(links, return_index=True)
-    flows = _switch_flows(links, ends[first], is_up[first], nbytes, lat_edge + 2 * climb, HOP_NET, conns)
-    return replace(flows, nbytes=flows.payload / model.wire_efficiency)
+    return _switch_flows(links, ends[first], is_up[first], nbytes, lat_edge + 2 * climb, HOP_NET, conns)
 
 
 def _first_path(routes: Routes, pair: int) -> np.ndarray:
@@ -297,22 +322,56 @@ def _aggregation_tree(topo: Topology, leaves: list[int]) -> tuple[list[int], flo
     return sorted(links), climb
 
 
-def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, model: ProtocolModel, conns: int,
-               pxn: bool | None, adaptive: bool) -> FlowSet:
+def _live_innet(st: StepTraffic) -> list[tuple]:
+    """The step's in-network operations that move bytes, after checking each is one the engine times."""
+    for op in st.innet:
+        if op[0] not in ("nvls", "sharp"):
+            raise FabricsimError(f"unknown in-network operation '{op[0]}': the engine times 'nvls' and 'sharp'")
+    return [op for op in st.innet if op[3] > 0]
+
+
+def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> FlowSet:
     """All flows of one step: routed transfers plus every in-network operation's links."""
-    parts = [p2p_flows(topo, gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64), model,
-                       conns, pxn, adaptive)]
-    nvls = []
-    for kind, inputs, outputs, nbytes in st.innet:
-        if nbytes <= 0:
-            continue
-        gin, gout = gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)]
-        if kind == "nvls":
-            nvls.append((gin, gout, float(nbytes)))
-        elif kind == "sharp":
-            parts.append(sharp_flows(topo, gin, gout, float(nbytes), model, conns))
-        else:
-            raise FabricsimError(f"unknown in-network operation '{kind}': the engine times 'nvls' and 'sharp'")
+    parts = [p2p_flows(topo, gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64), rules)]
+    ops = _live_innet(st)
+    for _, inputs, outputs, nbytes in (op for op in ops if op[0] == "sharp"):
+        parts.append(sharp_flows(topo, gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)], float(nbytes),
+                                 rules.connections))
+    nvls = [op for op in ops if op[0] == "nvls"]
     if nvls:
-        parts.append(nvls_flows(topo, nvls, model, conns))
+        parts.append(nvls_flows(topo, nvls, gpu_ranks, rules))
     return concat(parts)
+
+
+def item_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> np.ndarray:
+    """(transfers + in-network operations, 3): the path latency of each item's flows per NCCL hop class (nvlink,
+    pci, net), -inf where it has none (a local copy, an empty transfer): what `step_flows` gives them, found
+    without building the flows. A transfer's routes are the step's own (kept in the store), its latency the mean
+    of its paths' by weight (as p2p_flows); an NVLS operation waits 2 x its slowest NVSwitch link, a SHARP
+    operation its tree's climb and edges."""
+    m = st.src.shape[0]
+    out = np.full((m + len(st.innet), N_HOPS), -np.inf)
+    src, dst, nbytes = gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64)
+    keep = (src != dst) & (nbytes > 0)
+    if keep.any():
+        usrc, udst, _, _, which = _unique_transfers(src[keep], dst[keep], nbytes[keep])
+        routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive)
+        pair = routes.path_pair.astype(np.int64)
+        first = np.flatnonzero(np.concatenate([[True], pair[1:] != pair[:-1]]))  # a pair's paths: one kind
+        per = np.full((usrc.shape[0], N_HOPS), -np.inf)  # as p2p_flows: the weighted mean of the pair's paths
+        per[np.arange(usrc.shape[0]), HOP_OF_KIND[routes.path_kind[first]]] = np.bincount(
+            pair, weights=routes.path_weight * routes.path_latency, minlength=usrc.shape[0])
+        out[np.flatnonzero(keep)] = per[which]
+    _live_innet(st)
+    live = [i for i, op in enumerate(st.innet) if op[3] > 0]
+    nvls = [i for i in live if st.innet[i][0] == "nvls"]
+    if nvls:
+        ranks, is_up, _, op_of = _nvls_ends([st.innet[i] for i in nvls], gpu_ranks)
+        slowest = np.full(len(nvls), -np.inf)
+        np.maximum.at(slowest, op_of, topo.link_latency[_nvls_links(topo, ranks, is_up)])
+        out[m + np.array(nvls), HOP_NVLINK] = 2 * slowest
+    for i in (i for i in live if st.innet[i][0] == "sharp"):
+        _, inputs, outputs, nbytes = st.innet[i]
+        fs = sharp_flows(topo, gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)], float(nbytes), 1)
+        out[m + i, HOP_NET] = float(fs.latency.max())
+    return out

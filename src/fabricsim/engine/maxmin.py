@@ -7,14 +7,72 @@ paths' rates stay in proportion, so the transfer is one flow at its endpoints, n
 A flow of multiplicity m stands for m identical flows (same links, bytes and cap), e.g. NCCL
 channels between the same two GPUs; it counts m times on every link and `rate` is per copy.
 The loop iterates bottleneck levels, not flows: every pass saturates at least one link or cap,
-so a symmetric collective over 131,072 GPUs takes a handful of vectorised passes.
+so a symmetric collective over 131,072 GPUs takes a handful of vectorised passes. A pass costs the
+links, not the edges: each link's load of unfrozen flows is kept up to date as flows freeze (their own
+edges only), so a fabric whose hashed ECMP paths give hundreds of distinct bottleneck levels (an
+all-to-all over several NVL72 racks) re-solves quickly at every one of its thousands of flow finishes.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 _REL_TOL = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class _Incidence:
+    """Flows x links, indexed both ways (CSR): built once, re-solved for any subset of live flows."""
+
+    edge_flow: np.ndarray  # flow of each edge
+    edge_lk: np.ndarray  # link of each edge, numbered 0..n_links-1 over the links crossed
+    edge_share: np.ndarray | None  # fraction of its flow's rate each edge puts on its link (None: 1)
+    cap: np.ndarray  # capacity of each crossed link
+    by_link: np.ndarray  # edges sorted by link; link l's are by_link[link_ptr[l]:link_ptr[l+1]]
+    link_ptr: np.ndarray
+    by_flow: np.ndarray  # edges sorted by flow
+    flow_ptr: np.ndarray
+
+    @staticmethod
+    def of(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, capacity: np.ndarray,
+           edge_share: np.ndarray | None = None) -> _Incidence:
+        by_link = np.argsort(edge_link, kind="stable")  # one sort numbers the links crossed and groups their edges
+        ordered = edge_link[by_link]
+        first = np.concatenate([[True], ordered[1:] != ordered[:-1]]) if ordered.size else np.zeros(0, dtype=bool)
+        edge_lk = np.empty(edge_link.shape[0], dtype=np.int64)
+        edge_lk[by_link] = np.cumsum(first) - 1
+        links = ordered[first]
+        share = None if edge_share is None or (edge_share == 1).all() else np.asarray(edge_share, dtype=np.float64)
+        return _Incidence(edge_flow, edge_lk, share, capacity[links].astype(np.float64), by_link,
+                          _ptr(edge_lk, links.shape[0]),
+                          np.argsort(edge_flow, kind="stable"), _ptr(edge_flow, n_flows))
+
+
+def _ptr(keys: np.ndarray, n: int) -> np.ndarray:
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    return ptr
+
+
+def _gather(order: np.ndarray, ptr: np.ndarray, items: np.ndarray) -> np.ndarray:
+    """The edges of `items` (links or flows): order[ptr[i]:ptr[i+1]] for each, concatenated."""
+    start, count = ptr[items], ptr[items + 1] - ptr[items]
+    total = int(count.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offset = np.repeat(start - np.cumsum(count) + count, count)
+    return order[offset + np.arange(total)]
+
+
+def _distinct(flows: np.ndarray, n_flows: int) -> np.ndarray:
+    """The distinct flow indices among `flows`, ascending: by sorting when few, by marking when many."""
+    if flows.shape[0] * 8 < n_flows:
+        return np.unique(flows, return_counts=True)[0]  # with counts: plain np.unique imports numpy.ma
+    mark = np.zeros(n_flows, dtype=bool)
+    mark[flows] = True
+    return np.flatnonzero(mark)
 
 
 def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, capacity: np.ndarray,
@@ -26,40 +84,72 @@ def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, cap
     `edge_share` (default 1) is the fraction of its flow's rate each edge puts on its link.
     """
     mult = np.ones(n_flows) if mult is None else mult
-    share = None if edge_share is None or (edge_share == 1).all() else np.asarray(edge_share, dtype=np.float64)
-    links, e_link = np.unique(edge_link, return_inverse=True)
-    cap = capacity[links].astype(np.float64)
-    rem = cap.copy()
-    rate = np.zeros(n_flows)
-    active = np.ones(n_flows, dtype=bool)
-    capped = rate_cap is not None and bool(np.isfinite(rate_cap).any())
-    level = 0.0
-    e_flow, e_lk, e_sh = edge_flow, e_link, share  # edges of flows still active (compacted as flows freeze)
-    while True:
-        e_act = active[e_flow]
-        if 2 * np.count_nonzero(e_act) < e_act.shape[0]:  # drop frozen flows' edges: later passes touch fewer
-            e_flow, e_lk = e_flow[e_act], e_lk[e_act]
-            e_sh = None if e_sh is None else e_sh[e_act]
-            e_act = np.ones(e_flow.shape[0], dtype=bool)
-        weight = mult[e_flow[e_act]] if e_sh is None else mult[e_flow[e_act]] * e_sh[e_act]
-        load = np.bincount(e_lk[e_act], weights=weight, minlength=links.shape[0])
-        used = load > 0
+    inc = _Incidence.of(edge_flow, edge_link, n_flows, capacity, edge_share)
+    every = np.ones(n_flows, dtype=bool)
+    load, crossing = _link_loads(inc, np.arange(inc.edge_flow.shape[0]), mult)
+    return _fill(inc, every, load, crossing, inc.cap.copy(), 0.0, mult, rate_cap, _by_cap(rate_cap, every))
+
+
+def _link_loads(inc: _Incidence, edges: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(multiplicity x share, number) of the flows of these edges on every link."""
+    lk = inc.edge_lk[edges]
+    n_links = inc.cap.shape[0]
+    weight = mult[inc.edge_flow[edges]] if inc.edge_share is None else mult[inc.edge_flow[edges]] * inc.edge_share[edges]
+    return np.bincount(lk, weights=weight, minlength=n_links), np.bincount(lk, minlength=n_links)
+
+
+def _usage(inc: _Incidence, flows: np.ndarray, rate: np.ndarray, mult: np.ndarray) -> np.ndarray:
+    """Bytes/s the given flows (indices) at `rate` take from every link."""
+    edges = _gather(inc.by_flow, inc.flow_ptr, flows)
+    f = inc.edge_flow[edges]
+    weight = rate[f] * mult[f] if inc.edge_share is None else rate[f] * mult[f] * inc.edge_share[edges]
+    return np.bincount(inc.edge_lk[edges], weights=weight, minlength=inc.cap.shape[0])
+
+
+def _by_cap(rate_cap: np.ndarray | None, flows: np.ndarray) -> np.ndarray:
+    """The given flows (a mask) whose rate is capped, lowest cap first."""
+    if rate_cap is None:
+        return np.zeros(0, dtype=np.int64)
+    capped = np.flatnonzero(flows & np.isfinite(rate_cap))
+    return capped[np.argsort(rate_cap[capped], kind="stable")]
+
+
+def _fill(inc: _Incidence, active: np.ndarray, load: np.ndarray, crossing: np.ndarray, base: np.ndarray,
+          start: float, mult: np.ndarray, rate_cap: np.ndarray | None, capped: np.ndarray) -> np.ndarray:
+    """Progressive filling of the `active` flows from level `start`: every link offers `base` (its capacity less
+    what flows frozen below `start` take) and carries `load` / `crossing` of the active flows (both consumed).
+    Returns the active flows' rates (others 0)."""
+    rate = np.zeros(active.shape[0])
+    active = active.copy()
+    capped = capped[active[capped]]
+    level = start
+    rem = np.maximum(base - level * load, 0.0)
+    n_active = int(np.count_nonzero(active))
+    next_cap = 0  # capped[next_cap:] holds the capped flows not yet frozen, lowest cap first
+    while n_active:
+        used = crossing > 0
         step = float(np.min(rem[used] / load[used]))
-        if capped:
-            step = min(step, float(np.min(rate_cap[active])) - level)
+        while next_cap < capped.shape[0] and not active[capped[next_cap]]:
+            next_cap += 1
+        if next_cap < capped.shape[0]:
+            step = min(step, float(rate_cap[capped[next_cap]]) - level)
         step = max(step, 0.0)
         level += step
         rem = np.maximum(rem - step * load, 0.0)
-        saturated = used & (rem <= _REL_TOL * cap)
-        freeze = np.zeros(n_flows, dtype=bool)
-        freeze[e_flow[e_act & saturated[e_lk]]] = True
-        if capped:
-            freeze |= active & (rate_cap <= level * (1 + _REL_TOL))
-        freeze &= active
+        saturated = np.flatnonzero(used & (rem <= _REL_TOL * inc.cap))
+        freeze = inc.edge_flow[_gather(inc.by_link, inc.link_ptr, saturated)]
+        if next_cap < capped.shape[0]:
+            later = capped[next_cap:]
+            freeze = np.concatenate([freeze, later[rate_cap[later] <= level * (1 + _REL_TOL)]])
+        freeze = _distinct(freeze[active[freeze]], active.shape[0])
         rate[freeze] = level
-        active &= ~freeze
-        if not active.any():
-            return rate
+        active[freeze] = False
+        n_active -= freeze.shape[0]
+        less_load, less_crossing = _link_loads(inc, _gather(inc.by_flow, inc.flow_ptr, freeze), mult)
+        load -= less_load
+        crossing -= less_crossing
+        load[crossing == 0] = 0.0
+    return rate
 
 
 def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capacity: np.ndarray,
@@ -69,31 +159,51 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
 
     `persistent` marks flows that never finish (background traffic); their finish time is inf.
     Flows with zero bytes finish at 0. `edge_share`: see `maxmin_rates`.
+
+    Each re-solve starts warm: a flow frozen below the slowest just-finished flow's rate met its bottleneck
+    before any finished flow did, on links no finished flow crosses (one that did would have frozen that flow
+    too), so it keeps its rate, and progressive filling resumes from that level for the others. Flows finish
+    fastest first, so most of a fabric's bottleneck levels are solved once, not at every finish.
     """
     n = nbytes.shape[0]
     mult = np.ones(n) if mult is None else mult
-    if edge_share is not None and (edge_share == 1).all():  # every flow on one path: plain incidence
-        edge_share = None
-    cap_f = np.full(n, np.inf) if rate_cap is None else rate_cap
     persistent = np.zeros(n, dtype=bool) if persistent is None else persistent
     remaining = nbytes.astype(np.float64).copy()
     finish = np.where(persistent, np.inf, 0.0)
     alive = persistent | (remaining > 0)
-    t = 0.0
-    while (alive & ~persistent).any():
-        ids = np.flatnonzero(alive)
-        remap = np.full(n, -1, dtype=np.int64)
-        remap[ids] = np.arange(ids.shape[0])
-        e_keep = alive[edge_flow]
-        rates = maxmin_rates(remap[edge_flow[e_keep]], edge_link[e_keep], ids.shape[0], capacity, mult[ids], cap_f[ids],
-                             None if edge_share is None else edge_share[e_keep])
-        finite = ~persistent[ids]
-        left = remaining[ids[finite]] / rates[finite]
+    inc = _Incidence.of(edge_flow, edge_link, n, capacity, edge_share)  # built once for every re-solve
+    capped = _by_cap(rate_cap, alive)
+    kept = np.zeros(n, dtype=bool)  # flows whose rate carries over from the last solve
+    kept_rate = np.zeros(n)
+    base = inc.cap.copy()  # capacity less what the kept flows take
+    load, crossing = _link_loads(inc, np.flatnonzero(alive[inc.edge_flow]), mult)  # of the flows to solve: alive, not kept
+    t, start = 0.0, 0.0  # start: the level the kept flows' rates are below
+    while (alive & ~persistent).any():  # left by the break below once the last finite flow finishes
+        rates = _fill(inc, alive & ~kept, load.copy(), crossing.copy(), base, start, mult, rate_cap, capped)
+        rates[kept] = kept_rate[kept]
+        ids = np.flatnonzero(alive & ~persistent)
+        left = remaining[ids] / rates[ids]
         dt = float(left.min())
         t += dt
-        remaining[ids] -= rates * dt
-        done = ids[finite][left <= dt * (1 + _REL_TOL)]
+        run = np.flatnonzero(alive)
+        remaining[run] -= rates[run] * dt
+        done = ids[left <= dt * (1 + _REL_TOL)]
         remaining[done] = 0.0
         finish[done] = t
         alive[done] = False
+        if not (alive & ~persistent).any():
+            break
+        start = float(rates[done].min()) * (1 - 1e-6)
+        now_kept = alive & (rates < start)
+        gone_kept, gone_active = done[kept[done]], done[~kept[done]]
+        to_kept, to_active = np.flatnonzero(now_kept & ~kept), np.flatnonzero(kept & alive & ~now_kept)
+        base += _usage(inc, gone_kept, kept_rate, mult) + _usage(inc, to_active, kept_rate, mult)
+        base -= _usage(inc, to_kept, rates, mult)
+        for flows, sign in ((gone_active, -1), (to_kept, -1), (to_active, 1)):
+            more_load, more_crossing = _link_loads(inc, _gather(inc.by_flow, inc.flow_ptr, flows), mult)
+            load += sign * more_load
+            crossing += sign * more_crossing
+        load[crossing == 0] = 0.0
+        kept_rate[to_kept] = rates[to_kept]
+        kept = now_kept
     return finish

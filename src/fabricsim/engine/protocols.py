@@ -12,11 +12,13 @@ import math
 import numpy as np
 from dataclasses import dataclass
 
+from fabricsim import hardware
 from fabricsim.engine import nccl_constants as K
 from fabricsim.errors import FabricsimError
 # Protocols in NCCL's [LL, LL128, Simple] column order; the NCCL algorithm each fabricsim algorithm is timed as
 # (algorithms NCCL does not have use the Ring rows: NCCL's per-step cost of a send/recv step over that hop class).
 from fabricsim.vocab import ALGO_FAMILY, PROTOCOLS
+from fabricsim.topology.model import Topology
 
 US = 1e-6  # NCCL's tables are in microseconds
 GBPS = 1e9  # and GB/s (1e9 B/s)
@@ -90,6 +92,7 @@ class ProtocolModel:
     hop_latency: tuple[float, float, float]  # s per step for nvlink, pci, net hops
     per_step_latency: tuple[bool, bool, bool]  # per hop class: its latency counts per step; False: once per collective
     busbw_cap_per_channel: float  # bytes/s of NCCL bus bandwidth per channel (inf: none); tuning.cc caps busBw at nChannels x this
+    busbw_cap_source: str  # the tuning.cc table the per-channel cap comes from ('' when none)
     bus_to_alg: float  # NCCL's busBw -> algBw ratio for the cap (tuning.cc: Tree/CollNet 0.5, Ring/NVLS nRanks/nSteps)
     nvls_efficiency: float
     slice_bytes: float  # payload bytes per pipeline slice
@@ -134,18 +137,21 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         wire = TREE_LL128_ONE_NODE
     if family == "CollNetDirect" and collective == "all_reduce" and arch in ("Hopper", "Blackwell"):
         wire = COLLNET_DIRECT_SM90_ALLREDUCE
-    cap = math.inf
+    cap, source = math.inf, ""
+    column = f"[{arch}][N{(1, 2, 4)[col]}]"
     if family == "Ring" and protocol == "ll128":
-        cap = PER_CHANNEL_RING_LL128_GBPS[arch][col] * GBPS
+        cap, source = PER_CHANNEL_RING_LL128_GBPS[arch][col] * GBPS, f"tuning.cc perChMaxRingLL128Bws{column}"
     elif family == "Tree" and protocol == "ll128":
-        cap = PER_CHANNEL_TREE_LL128_GBPS[arch][col] * GBPS
+        cap, source = PER_CHANNEL_TREE_LL128_GBPS[arch][col] * GBPS, f"tuning.cc perChMaxTreeLL128Bws{column}"
     elif family == "Tree" and collective == "all_reduce":
-        cap = PER_CHANNEL_TREE_GBPS[arch][col] * GBPS
+        cap, source = PER_CHANNEL_TREE_GBPS[arch][col] * GBPS, f"tuning.cc perChMaxTreeBws{column}"
     elif family == "NVLSTree" and n_nodes > 1:
-        cap = PER_CHANNEL_NVLS_TREE_GBPS[arch][col] * GBPS
+        cap, source = PER_CHANNEL_NVLS_TREE_GBPS[arch][col] * GBPS, f"tuning.cc perChMaxNVLSTreeBws{column}"
     if protocol == "ll":
         ll_max = LL_MAX_GBPS_ONE_NODE[arch] if n_nodes == 1 else LL_MAX_GBPS_MULTI_NODE[col]
-        cap = min(cap, ll_max * GBPS / channels)
+        if ll_max * GBPS / channels < cap:
+            row = f"[{arch}][0]" if n_nodes == 1 else f"[0][N{(1, 2, 4)[col]}]"
+            cap, source = ll_max * GBPS / channels, f"tuning.cc llMaxBws{row} / channels"
     if protocol == "simple":
         slice_bytes = SIMPLE_BUFFSIZE / NCCL_STEPS * SIMPLE_SLICE_STEPS.get(collective, 1)
     elif protocol == "ll":
@@ -160,7 +166,22 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         hop_latency=tuple(HW_LATENCY_US[h][family][p] * US for h in HOP_CLASSES),
         per_step_latency=PER_STEP_LATENCY[family],
         busbw_cap_per_channel=cap,
+        busbw_cap_source=source,
         bus_to_alg=_bus_to_alg(family, collective, nranks),
         nvls_efficiency=NVLS_EFFICIENCY[arch] if collective == "all_reduce" else float(NVLS_EFFICIENCY[arch] > 0),
         slice_bytes=slice_bytes,
     )
+
+
+def nccl_arch(topo: Topology, gpu_ranks: np.ndarray) -> str:
+    """NCCL's compute-capability row for these GPUs: from the lowest compute capability, as NCCL's `minCompCap`
+    (>= 10 Blackwell, >= 9 Hopper, >= 8 Ampere, else Volta; tuning.cc)."""
+    parts = np.flatnonzero(np.bincount(topo.dev_part[topo.gpu_device[gpu_ranks]]))
+    cc = min(hardware.get_gpu(topo.parts[int(p)]).compute_capability for p in parts)
+    if cc >= 10:
+        return "Blackwell"
+    if cc >= 9:
+        return "Hopper"
+    if cc >= 8:
+        return "Ampere"
+    return "Volta"

@@ -26,6 +26,22 @@ class Bottleneck:
     utilisation: float  # wire bytes / (capacity x collective time)
 
 
+@dataclass(frozen=True)
+class Limiter:
+    """What bounds a collective's bandwidth time: the busiest links, a per-peer rate cap on point-to-point
+    transfers across the network, or NCCL's per-channel bus bandwidth cap. Each is a lower bound on the
+    bandwidth time; the limiter is the largest."""
+
+    kind: str  # 'links' | 'peer cap' | 'channel cap'
+    rate: float  # bytes/s: the bottleneck link's effective capacity, the cap per network transfer, or the algbw cap
+    time: float  # s: the bandwidth time this limiter alone imposes
+    source: str  # where the figure comes from
+    what: str  # one line naming it, for reports
+
+    def __str__(self) -> str:
+        return f"{self.what} ({self.source})"
+
+
 @dataclass(frozen=True, eq=False)
 class Timeline:
     """Steps laid out in time (repetitions expanded) and, for small cases, every flow.
@@ -46,14 +62,15 @@ class Timeline:
     flow_end: np.ndarray | None = None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Result:
     """One collective timed on one fabric.
 
     `time` splits into `latency_time` (NCCL base and per-step software latency, wire and switch hops) and
     `bandwidth_time` (data on the bottleneck links, pipelined over slices). `algbw`/`busbw` follow nccl-tests.
     `link_bytes`/`link_util` are per link of `topo` (wire bytes, fraction of physical capacity over `time`).
-    `level` says which model produced the number ('flow' or 'analytical').
+    `level` says which model produced the number ('flow' or 'analytical'). `limiter` says what bounds the
+    bandwidth time: the busiest links (`bottlenecks`) or a rate cap, with its value and source.
     """
 
     collective: str
@@ -68,6 +85,7 @@ class Result:
     algbw: float
     busbw: float
     bound: str  # 'latency-bound' | 'bandwidth-bound'
+    limiter: Limiter  # what bounds the bandwidth time (links, a per-peer network cap, NCCL's per-channel cap)
     bottlenecks: tuple[Bottleneck, ...]  # the first few of the tied bottleneck links
     bottleneck_count: int  # how many links tie as the bottleneck
     link_bytes: np.ndarray
@@ -89,4 +107,5 @@ class Result:
             "nranks": self.nranks, "nbytes": self.nbytes, "level": self.level, "time_s": self.time,
             "algbw_Bps": self.algbw, "busbw_Bps": self.busbw, "bound": self.bound,
             "bottleneck": self.bottlenecks[0].name if self.bottlenecks else None,
+            "limiter": self.limiter.kind, "limiter_rate_Bps": self.limiter.rate, "limiter_source": self.limiter.source,
         }

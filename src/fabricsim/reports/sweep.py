@@ -227,12 +227,9 @@ def fabricsim_algo(nccl_name: str) -> str:
 
 
 def _where(res) -> str:
-    """'bandwidth-bound: bottleneck A -> B (pcie5), 48.0 GB/s effective, 4 flows' (the link name carries its technology)."""
-    if not res.bottlenecks:
-        return f"{res.bound}: no shared link"
-    neck = res.bottlenecks[0]
-    return (f"{res.bound}: bottleneck {neck.name}, {neck.effective_capacity / 1e9:.1f} GB/s effective, "
-            f"{neck.flows} flow{'s' * (neck.flows != 1)}")
+    """'bandwidth-bound: per-peer network cap 28.0 GB/s per point-to-point transfer (its source)': what the engine
+    says limits the bandwidth time (`Result.limiter`: the busiest links, or a rate cap, with value and source)."""
+    return f"{res.bound}: {res.limiter}"
 
 
 def explain_record(e: ExplainRow) -> dict:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabricsim.errors import FabricsimError
-from fabricsim.routing.fabric import fabric_paths
+from fabricsim.routing.scaleout import fabric_paths
 from fabricsim.routing.host import host_paths, lowest_common
 from fabricsim.routing.model import PathKind, Routes
 from fabricsim.routing.nvlink import nvlink_paths
@@ -126,9 +126,13 @@ def _net(topo: Topology, tb: Tables, idx: np.ndarray, s: np.ndarray, d: np.ndarr
         ok = (kind == PathKind.NVLINK) & _gdr(topo, tb, peer[want])
         w = want[ok]
         relay[w], nv[w], pxn[w] = peer[w], mat[ok], True
-    gdr_src, gdr_dst = _gdr(topo, tb, relay), _gdr(topo, tb, d)
-    src_part = host_paths(topo, tb, topo.gpu_device[relay], gpu_nic[relay], ~gdr_src)
-    dst_part = host_paths(topo, tb, gpu_nic[d], topo.gpu_device[d], ~gdr_dst)
+    # GPUDirect and the host part of the path depend on the GPU alone: found once per distinct GPU
+    relays, of_relay = np.unique(relay, return_inverse=True)
+    dests, of_dest = np.unique(d, return_inverse=True)
+    gdr_relay, gdr_dest = _gdr(topo, tb, relays), _gdr(topo, tb, dests)
+    src_part = host_paths(topo, tb, topo.gpu_device[relays], gpu_nic[relays], ~gdr_relay)[of_relay.ravel()]
+    dst_part = host_paths(topo, tb, gpu_nic[dests], topo.gpu_device[dests], ~gdr_dest)[of_dest.ravel()]
+    gdr_src, gdr_dst = gdr_relay[of_relay.ravel()], gdr_dest[of_dest.ravel()]
     row, weight, fab = fabric_paths(topo, tb, gpu_nic[relay], gpu_nic[d], adaptive)
     kind = np.where(pxn, PathKind.PXN, np.where(gdr_src & gdr_dst, PathKind.NET, PathKind.NET_HOST)).astype(np.int8)
     mat = np.hstack([nv[row], src_part[row], fab, dst_part[row]])

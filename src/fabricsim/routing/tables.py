@@ -1,11 +1,10 @@
-"""Per-topology lookup tables routing reuses across calls: built once per Topology, cached weakly.
+"""Per-topology lookup tables routing reuses across calls: built once per Topology, kept in its derived store.
 
-A Topology is treated as immutable once built (builders finish it before routing sees it).
+A Topology is immutable, so its tables never go stale.
 """
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,16 +51,9 @@ class Tables:
     c2c_tech: np.ndarray
 
 
-_CACHE: "weakref.WeakKeyDictionary[Topology, Tables]" = weakref.WeakKeyDictionary()
-
-
 def tables(topo: Topology) -> Tables:
-    """The routing tables of `topo` (built on first use, then reused)."""
-    tb = _CACHE.get(topo)
-    if tb is None:
-        tb = _build(topo)
-        _CACHE[topo] = tb
-    return tb
+    """The routing tables of `topo` (built on first use, then kept in its derived store)."""
+    return topo.derive(("routing_tables",), lambda: _build(topo))
 
 
 def find_links(topo: Topology, tb: Tables, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

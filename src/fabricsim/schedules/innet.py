@@ -59,13 +59,14 @@ def nvls_tree(s: Structure, pipeline: int) -> Schedule:
             chan.append(np.full(int(has.sum()), 2 * i + h))
     cat = np.concatenate
     tsteps, M = pipelined_forest(cat(child), cat(parent), cat(depth), cat(chan), pipeline, up=True, down=True)
-    domain = [_ranks(np.arange(d * ppn, (d + 1) * ppn)) for d in range(nn)]
+    every = _ranks(np.arange(s.nranks))
+    domain = [every[d * ppn:(d + 1) * ppn] for d in range(nn)]
     gather, scatter = [], []
     for ch in range(nch):
         for j in range(pipeline):
             c = ch * M + j
             for d in range(nn):
-                head = _ranks([d * ppn + ch // 2])
+                head = every[d * ppn + ch // 2:d * ppn + ch // 2 + 1]
                 gather.append(InNetworkOp("nvls", domain[d], head, c))
                 scatter.append(InNetworkOp("nvls", head, domain[d], c, Op.COPY))
     return Schedule(

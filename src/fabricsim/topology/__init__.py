@@ -1,4 +1,5 @@
-"""fabricsim.topology: cluster specs, presets and the array-backed Topology they build into."""
+"""fabricsim.topology: cluster specs, presets, the immutable array-backed Topology they build into, and what-if
+variants of it (`with_link_capacity`, `without_links`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from fabricsim.topology.model import DeviceKind, Topology
 from fabricsim.topology.presets import PRESETS, preset_spec
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.topology.validate import validate
+from fabricsim.topology.variants import with_link_capacity, without_links
 
 __all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Topology", "build", "load_cluster", "load_spec", "preset_spec",
-           "save_cluster", "validate"]
+           "save_cluster", "validate", "with_link_capacity", "without_links"]
 
 
 def build(spec: ClusterSpec) -> Topology:

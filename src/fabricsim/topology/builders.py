@@ -18,7 +18,7 @@ import numpy as np
 
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
-from fabricsim.topology.fabric import FatTree, plan_fat_tree
+from fabricsim.topology.fat_tree import FatTree, plan_fat_tree
 from fabricsim.topology.model import DeviceKind, Topology
 from fabricsim.topology.spec import ClusterSpec
 
@@ -205,7 +205,7 @@ def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus) -> None:
 
 
 def _add_fabric(acc: _Acc, spec: ClusterSpec, nics: np.ndarray, nic_latency: float) -> FatTree:
-    """NIC <-> leaf <-> spine <-> core, planned by `fabric.plan_fat_tree`."""
+    """NIC <-> leaf <-> spine <-> core, planned by `fat_tree.plan_fat_tree`."""
     by_speed = hardware.ib_link_for_speed if spec.fabric == "infiniband" else hardware.eth_link_for_speed
     tech = by_speed(spec.nic_gbps)
     leaf, spine = hardware.get_switch(spec.leaf_switch), hardware.get_switch(spec.spine_switch)

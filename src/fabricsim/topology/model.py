@@ -16,12 +16,17 @@ parallel physical links between two devices are one link whose `count` says how 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field, fields
 from enum import IntEnum
-from functools import cached_property
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 import numpy as np
+
+from fabricsim.topology.derived import DerivedStore
+
+T = TypeVar("T")
 
 
 class DeviceKind(IntEnum):
@@ -35,9 +40,36 @@ class DeviceKind(IntEnum):
     FABRIC_SWITCH = 5  # InfiniBand or Ethernet switch of the scale-out fabric
 
 
-@dataclass(eq=False)
+def _read_only(a) -> np.ndarray:
+    """`a` as an array no one can write: shared as it is when neither it nor any array it views is writable (a
+    variant shares its parent's arrays), frozen in place when it owns its data (its owner's reference freezes
+    too), copied and frozen when it views a writable array."""
+    arr = np.asarray(a)
+    base = arr
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            break
+        base = base.base
+    else:
+        return arr
+    if arr.base is not None:
+        arr = arr.copy()
+    arr.setflags(write=False)
+    return arr
+
+
+_ARRAYS = ("dev_kind", "dev_node", "dev_domain", "dev_local", "dev_level", "dev_pod", "dev_part", "dev_units",
+           "link_src", "link_dst", "link_capacity", "link_latency", "link_tech", "link_count", "gpu_device",
+           "gpu_nic", "gpu_cpu", "link_origin")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class Topology:
-    """A cluster as devices and directed links.
+    """A cluster as devices and directed links: an immutable value.
+
+    Every array is read-only, `parts`/`techs` are tuples and `features` a read-only mapping, so nothing derived
+    from a topology (routes, link classes, NCCL systems, unit timings, kept in its own bounded store, see
+    `derive`) can go stale. A what-if change is a new topology made by `fabricsim.topology.variants`.
 
     Device arrays (length n_devices):
       dev_kind   int8   DeviceKind
@@ -61,6 +93,9 @@ class Topology:
       gpu_device int32  device index of GPU rank r
       gpu_nic    int32  device index of GPU rank r's own NIC (-1: none)
       gpu_cpu    int32  device index of GPU rank r's CPU socket
+
+    link_origin (int64, or None): a variant without some links (`variants.without_links`) numbers its links
+    anew; its link l is link `link_origin[l]` of the topology that was built (None: the built numbering).
     """
 
     name: str
@@ -72,19 +107,45 @@ class Topology:
     dev_pod: np.ndarray
     dev_part: np.ndarray
     dev_units: np.ndarray
-    parts: list[str]
+    parts: tuple[str, ...]
     link_src: np.ndarray
     link_dst: np.ndarray
     link_capacity: np.ndarray
     link_latency: np.ndarray
     link_tech: np.ndarray
     link_count: np.ndarray
-    techs: list[str]
+    techs: tuple[str, ...]
     gpu_device: np.ndarray
     gpu_nic: np.ndarray | None = None  # NIC device each GPU rank uses by default (its PCIe-closest NIC), -1 if none
     gpu_cpu: np.ndarray | None = None  # CPU device whose memory a GPU rank's host bounce uses
     spec: Any = None  # the ClusterSpec this topology was built from (for save / round trip)
-    features: dict[str, Any] = field(default_factory=dict)  # e.g. sharp, gpudirect, nvls, fabric
+    features: Mapping[str, Any] = field(default_factory=dict)  # e.g. sharp, gpudirect, nvls, fabric (read-only)
+    link_origin: np.ndarray | None = None  # link index in the built topology (variants without links), None: same
+    _derived: DerivedStore = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in _ARRAYS:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _read_only(value))
+        object.__setattr__(self, "parts", tuple(self.parts))
+        object.__setattr__(self, "techs", tuple(self.techs))
+        object.__setattr__(self, "features", MappingProxyType(dict(self.features)))
+        object.__setattr__(self, "_derived", DerivedStore())
+
+    def __reduce__(self):
+        """Pickled as its fields (features as a plain dict); the derived store starts empty on the other side."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        values["features"] = dict(self.features)
+        return (_rebuild, (values,))
+
+    def __repr__(self) -> str:
+        return f"Topology({self.name!r}: {self.n_gpus} GPUs, {self.n_devices} devices, {self.n_links} links)"
+
+    def derive(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """Data derived from this topology, computed once by `compute()` and kept in its bounded store
+        (`fabricsim.topology.derived`) under `key`, a tuple naming the kind first: ('routes', ...), ('tables',)."""
+        return self._derived.get(key, compute)
 
     @property
     def n_devices(self) -> int:
@@ -98,29 +159,32 @@ class Topology:
     def n_gpus(self) -> int:
         return int(self.gpu_device.shape[0])
 
-    @cached_property
+    @property
     def gpu_node(self) -> np.ndarray:
         """Host index of each GPU rank."""
-        return self.dev_node[self.gpu_device]
+        return self.derive(("gpu_node",), lambda: self.dev_node[self.gpu_device])
 
-    @cached_property
+    @property
     def gpu_domain(self) -> np.ndarray:
         """NVLink domain index of each GPU rank."""
-        return self.dev_domain[self.gpu_device]
+        return self.derive(("gpu_domain",), lambda: self.dev_domain[self.gpu_device])
 
-    @cached_property
+    @property
     def out_ptr(self) -> np.ndarray:
         """CSR row pointers of outgoing links per device: links of device d are
         `out_links[out_ptr[d]:out_ptr[d+1]]`."""
+        return self.derive(("out_ptr",), self._out_ptr)
+
+    def _out_ptr(self) -> np.ndarray:
         counts = np.bincount(self.link_src, minlength=self.n_devices)
         ptr = np.zeros(self.n_devices + 1, dtype=np.int64)
         np.cumsum(counts, out=ptr[1:])
         return ptr
 
-    @cached_property
+    @property
     def out_links(self) -> np.ndarray:
         """Outgoing link indices grouped by source device (stable order)."""
-        return np.argsort(self.link_src, kind="stable").astype(np.int32)
+        return self.derive(("out_links",), lambda: np.argsort(self.link_src, kind="stable").astype(np.int32))
 
     def links_from(self, device: int) -> np.ndarray:
         """Indices of the links leaving `device`."""
@@ -153,3 +217,7 @@ class Topology:
         """`src -> dst (tech)` for reports."""
         s, t = int(self.link_src[link]), int(self.link_dst[link])
         return f"{self.device_name(s)} -> {self.device_name(t)} ({self.techs[int(self.link_tech[link])]})"
+
+
+def _rebuild(values: dict) -> Topology:
+    return Topology(**values)

@@ -11,8 +11,7 @@ as NCCL_ALGO / NCCL_PROTO do.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,9 +47,11 @@ class Choice:
         return int(self.job.channels)
 
 
-def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str = "nccl") -> list[tuple[str, str]]:
-    """Every (algorithm, protocol) that applies to `collective` on these ranks of `topo`."""
-    structure = schedules.structure_from_topology(topo, ranks)
+def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str = "nccl",
+               structure: schedules.Structure | None = None) -> list[tuple[str, str]]:
+    """Every (algorithm, protocol) that applies to `collective` on these ranks of `topo` (`structure`: theirs,
+    when the caller has it)."""
+    structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
     applicable = schedules.applicable(collective, structure)
     if library == "nccl":
         algos = [a for a in NCCL_ALGOS[collective] if a in applicable]
@@ -105,9 +106,10 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     (nccl-tests names) rule out NVLS where the NVSwitch cannot reduce them (nccl_model.nvls_reduces)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
     algos, protos = parse_algorithms(algos, collective), parse_protocols(protos, collective)
+    structure = schedules.structure_from_topology(topo, ranks)
     # A forced list may name any fabricsim schedule; an exclusion ('^nvls') narrows the library's own candidates.
     forced = algos is not None and not algos.exclude
-    pairs = candidates(topo, collective, ranks, "all" if forced else library)
+    pairs = candidates(topo, collective, ranks, "all" if forced else library, structure)
     if not nccl_model.nvls_reduces(collective, redop, dtype):
         pairs = [p for p in pairs if p[0] not in ("nvls", "nvls_tree")]
         if not pairs or (forced and not any(algos.keeps(p[0]) for p in pairs)):
@@ -118,9 +120,15 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     if not pairs:
         raise FabricsimError(f"no algorithm applies to {collective} on these {len(ranks)} ranks of {topo.name}: "
                              "use more ranks or another collective")
+    jobs: dict[str, Job] = {}  # one schedule, channel plan and network cap per algorithm, for all its protocols
     timed = []
     for algo, proto in pairs:
-        res, job = _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root, nccl_version)
+        if algo not in jobs:
+            jobs[algo] = plan_call(topo, collective, algo, proto, nbytes, ranks, elem_size=elem_size, root=root,
+                                   nccl_version=nccl_version, structure=structure)
+        job = replace(jobs[algo], protocol=proto)
+        res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=job.ranks,
+                       channels=job.channels, net_peer_bw=job.net_peer_bw)
         timed.append((res.time, algo, proto, res, job))
     timed.sort(key=lambda t: t[0])
     t, algo, proto, res, job = timed[0]
@@ -128,10 +136,12 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
 
 
 def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, *,
-              elem_size: int = 4, root: int = 0, nccl_version: tuple[int, int] | None = None) -> Job:
-    """The engine job for one call: the schedule, NCCL's channels for it and the network p2p cap."""
+              elem_size: int = 4, root: int = 0, nccl_version: tuple[int, int] | None = None,
+              structure: schedules.Structure | None = None) -> Job:
+    """The engine job for one call: the schedule, NCCL's channels for it and the network p2p cap (`structure`:
+    the ranks' own, when the caller has it)."""
     ranks = np.asarray(ranks, dtype=np.int32)
-    structure = schedules.structure_from_topology(topo, ranks)
+    structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
     sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure)
     rings = node_rings(topo, ranks) if algo == "ring" else ()
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
@@ -142,13 +152,6 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
         system = _nccl_system(topo, ranks.tobytes())
         net_peer_bw = p2p_channels_per_net_peer(system, nccl_version) * P2P_PER_CHANNEL_NET_BW
     return Job(schedule, nbytes, ranks, elem_size, proto, channels, net_peer_bw)
-
-
-def _timed(topo, collective, algo, proto, nbytes, ranks, elem_size, level, root, nccl_version=None) -> tuple[Result, Job]:
-    job = plan_call(topo, collective, algo, proto, nbytes, ranks, elem_size=elem_size, root=root, nccl_version=nccl_version)
-    res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=job.ranks,
-                   channels=job.channels, net_peer_bw=job.net_peer_bw)
-    return res, job
 
 
 NCCL_VERSION = (2, 30)  # the release fabricsim's NCCL constants are read from (v2.30.7)
@@ -280,7 +283,7 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     return sched, channels + (-channels) % sched
 
 
-@lru_cache(maxsize=64)
 def _nccl_system(topo: Topology, ranks_key: bytes) -> nccl_model.NcclSystem:
-    """NCCL's view of these ranks (cached: the tuner asks once per candidate and size)."""
-    return nccl_model.system_from_topology(topo, ranks=np.frombuffer(ranks_key, dtype=np.int32))
+    """NCCL's view of these ranks (kept in the topology's derived store: the tuner asks once per candidate and size)."""
+    return topo.derive(("nccl_system", ranks_key),
+                       lambda: nccl_model.system_from_topology(topo, ranks=np.frombuffer(ranks_key, dtype=np.int32)))

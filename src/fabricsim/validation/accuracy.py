@@ -8,14 +8,13 @@ busbw over the same nccl-tests sweep.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from fabricsim.engine import nccl_constants as K
 from fabricsim.errors import FabricsimError
 from fabricsim.units import GB, US
-from fabricsim.topology import build
+from fabricsim.topology import Topology, build
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.tuner import nccl_model
 from fabricsim.tuner.select import NCCL_ALGOS, best, candidates
@@ -44,11 +43,6 @@ class Prediction:
         return abs(self.nccl_predicted - self.case.measured) / self.case.measured * 100.0
 
 
-@lru_cache(maxsize=64)
-def _topology(spec: ClusterSpec):
-    return build(spec)
-
-
 def _sizes(case: Case) -> np.ndarray:
     if case.size_bytes is not None:
         return np.asarray([case.size_bytes], dtype=np.int64)
@@ -66,9 +60,9 @@ def _algos(case: Case, topo, ranks) -> list[str] | None:
     return None
 
 
-def predict(case: Case, level: str = "flow") -> Prediction:
-    """fabricsim's prediction (and NCCL's model's) for one case."""
-    topo = _topology(case.spec)
+def predict(case: Case, level: str = "flow", topo: Topology | None = None) -> Prediction:
+    """fabricsim's prediction (and NCCL's model's) for one case; `topo`: the case's cluster, built (default: built here)."""
+    topo = build(case.spec) if topo is None else topo
     ranks = np.asarray(case.ranks, dtype=np.int32)
     algos = _algos(case, topo, ranks)
     best_bus, best_time, pick = -1.0, None, ("", "")
@@ -107,9 +101,12 @@ def run(path=None, level: str = "flow", progress=None) -> tuple[list[Prediction]
     preds = []
     if progress is not None:
         progress(0, len(all_cases))
+    built: dict[ClusterSpec, Topology] = {}  # rows on one cluster share its topology (and what it derives) for this run
     for i, c in enumerate(all_cases):
         try:
-            preds.append(predict(c, level))
+            if c.spec not in built:
+                built[c.spec] = build(c.spec)
+            preds.append(predict(c, level, built[c.spec]))
         except FabricsimError as err:
             raise FabricsimError(f"row '{c.id}': {err}") from None
         if progress is not None:

@@ -14,7 +14,7 @@ import numpy as np
 
 from fabricsim import hardware
 from fabricsim.engine import time_traffic
-from fabricsim.engine.fabric import effective_capacity
+from fabricsim.engine.capacity import effective_capacity
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import StepTraffic
 from fabricsim.topology import build

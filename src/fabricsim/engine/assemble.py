@@ -1,0 +1,137 @@
+"""Assembling a Result: times, nccl-tests bandwidths, link loads, bottlenecks, the limiter and the timeline.
+
+NCCL pipelines each channel's data in slices (protocols.slice_bytes), so the schedule runs as a pipeline of
+P slices: bandwidth time = sum_k t_k / P + (1 - 1/P) * B, where t_k is step k's drain time and B the drain time
+of all steps' traffic together (the steady state in which every step works on a different slice). For a ring
+every step loads the same links, B = sum_k t_k, giving nsteps x latency + bytes / bandwidth; for a chain or
+tree, B is one link's share, not the store-and-forward sum. NCCL's per-channel caps bound it from below.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabricsim.engine import symmetry
+from fabricsim.engine.capacity import effective_capacity, link_efficiency
+from fabricsim.engine.flows import FlowSet
+from fabricsim.engine.plan import Plan, Pricing
+from fabricsim.engine.result import Bottleneck, Limiter, Result, Timeline
+from fabricsim.engine.solve import Drained
+from fabricsim.topology.model import Topology
+from fabricsim.vocab import BUSBW_FACTOR
+
+FLOW_TIMELINE_LIMIT = 20_000  # flows (repetitions expanded) listed individually in the timeline
+MAX_BOTTLENECKS = 8  # tied bottleneck links listed by name (all are counted)
+PEER_CAP_SOURCE = "net_peer_bw: NCCL's point-to-point channels per network peer x each channel's rate"
+
+
+def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: str, slowdown: float = 1.0) -> Result:
+    """The Result of a plan priced for one protocol and drained at its wire bytes (`drained.wire_scale`)."""
+    p = price.slices
+    t = drained.t
+    t_sum = float(np.sum(t[plan.order] * plan.repeats))
+    steady = drained.steady if p > 1 else t_sum
+    pipelined = slowdown * (t_sum / p + (1 - 1 / p) * steady)
+    bandwidth_time = max(pipelined, plan.nbytes / price.algbw_cap)
+    latency_time = price.once_latency + float(np.sum(price.step_latency * plan.repeats))
+    time = latency_time + bandwidth_time
+    link_bytes = drained.wire_scale * (plan.union.link_bytes(topo.n_links) if plan.weight is None
+                                       else symmetry.mean_field(topo, plan.scale, plan.weight, plan.union)[1])
+    link_util = link_bytes / (topo.link_capacity * time) if time > 0 else np.zeros(topo.n_links)
+    size = plan.nbytes
+    algbw = size / time if time > 0 else 0.0
+    busbw = algbw * BUSBW_FACTOR[plan.collective](plan.nranks) if plan.collective in BUSBW_FACTOR else algbw
+    bottlenecks, count = _bottlenecks(topo, plan, link_bytes, link_util)
+    return Result(
+        collective=plan.collective, algorithm=plan.algorithm, protocol=price.protocol, nranks=plan.nranks, nbytes=size,
+        level=level, time=time, latency_time=latency_time, bandwidth_time=bandwidth_time, algbw=algbw, busbw=busbw,
+        bound="latency-bound" if latency_time >= bandwidth_time else "bandwidth-bound",
+        limiter=_limiter(plan, price, drained, bottlenecks, slowdown),
+        bottlenecks=bottlenecks, bottleneck_count=count, link_bytes=link_bytes, link_util=link_util,
+        timeline=_timeline(plan, price, drained, t_sum, steady, slowdown), slices=p, slowdown=slowdown, topo=topo,
+    )
+
+
+def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bottleneck, ...],
+             slowdown: float) -> Limiter:
+    """The largest of the lower bounds on the bandwidth time: the busiest link's busy time, the longest
+    capped transfer at its per-peer network cap (all steps' traffic together), NCCL's per-channel cap."""
+    neck = bottlenecks[0] if bottlenecks else None
+    shared = f", x{slowdown:.2f} sharing the fabric with other jobs" if slowdown > 1 else ""
+    bounds = []
+    if neck is not None:
+        bounds.append(Limiter("links", neck.effective_capacity, slowdown * neck.busy_time,
+                              f"{neck.tech} capacity x catalog efficiency {neck.efficiency:.2f}",
+                              f"bottleneck {neck.name}, {neck.effective_capacity / 1e9:.1f} GB/s effective, "
+                              f"{neck.flows} flow{'s' * (neck.flows != 1)}{shared}"))
+    capped = np.isfinite(plan.union.rate_cap)
+    if capped.any():
+        union = plan.union
+        worst = float((union.nbytes[capped] * drained.wire_scale / union.rate_cap[capped]).max())
+        bounds.append(Limiter("peer cap", plan.net_peer_bw, slowdown * worst, PEER_CAP_SOURCE,
+                              f"per-peer network cap {plan.net_peer_bw / 1e9:.1f} GB/s per point-to-point transfer{shared}"))
+    if np.isfinite(price.algbw_cap):
+        bounds.append(Limiter("channel cap", price.algbw_cap, plan.nbytes / price.algbw_cap,
+                              f"{price.cap_source} x {plan.channels} channels",
+                              f"NCCL per-channel bus bandwidth cap: algorithm bandwidth at most {price.algbw_cap / 1e9:.1f} GB/s"))
+    if not bounds:
+        return Limiter("links", 0.0, 0.0, "no traffic crosses a link", "no shared link")
+    return max(bounds, key=lambda b: b.time)  # the first of equal bounds: links before caps
+
+
+def _link_flows(topo: Topology, plan: Plan, fs: FlowSet) -> np.ndarray:
+    """Flows crossing each link; for a rotated schedule, its class's flows spread by the links' weights."""
+    flows = fs.link_flows(topo.n_links)
+    return flows if plan.weight is None else symmetry.spread(topo, plan.scale, plan.weight, flows)
+
+
+def _bottlenecks(topo: Topology, plan: Plan, link_bytes: np.ndarray, link_util: np.ndarray) -> tuple[tuple[Bottleneck, ...], int]:
+    """Links with the longest busy time (wire bytes / effective capacity), ties included."""
+    cap = effective_capacity(topo)
+    busy = link_bytes / cap
+    top = float(busy.max(initial=0.0))
+    if top <= 0:
+        return (), 0
+    tied = np.flatnonzero(busy >= top * (1 - 1e-6))
+    shown = tied[:MAX_BOTTLENECKS]
+    sharing = np.zeros(shown.shape[0])
+    for fs in plan.patterns:
+        sharing = np.maximum(sharing, _link_flows(topo, plan, fs)[shown])
+    eff = link_efficiency(topo)
+    return tuple(
+        Bottleneck(link=int(lk), name=topo.link_name(int(lk)), tech=topo.techs[int(topo.link_tech[lk])],
+                   capacity=float(topo.link_capacity[lk]), efficiency=float(eff[lk]), effective_capacity=float(cap[lk]),
+                   flows=int(round(sharing[i])), busy_time=float(busy[lk]), utilisation=float(link_util[lk]))
+        for i, lk in enumerate(shown)
+    ), int(tied.shape[0])
+
+
+def _timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float, steady: float, slowdown: float) -> Timeline:
+    """Expanded steps, each given its share of the pipelined time, and (small cases) flows within them."""
+    p, t = price.slices, drained.t
+    pat = np.repeat(plan.order, plan.repeats)
+    step_lat = np.repeat(price.step_latency, plan.repeats)
+    share = t[pat] / t_sum if t_sum > 0 else np.zeros(pat.shape[0])
+    bw = slowdown * (t[pat] / p + (1 - 1 / p) * steady * share)
+    dur = step_lat + bw
+    end = price.once_latency + np.cumsum(dur)
+    start = end - dur
+    n_flows = int(np.array([fs.n_flows for fs in plan.patterns], dtype=np.int64)[pat].sum())
+    if n_flows > FLOW_TIMELINE_LIMIT:
+        return Timeline(start, end, pat)
+    steps, src, dst, links, f_start, f_end = [], [], [], [], [], []
+    for i, k in enumerate(pat.tolist()):
+        fs = plan.patterns[k]
+        if fs.n_flows == 0:
+            continue
+        frac = drained.finishes[k] / t[k] if t[k] > 0 else np.ones(fs.n_flows)
+        steps.append(np.full(fs.n_flows, i))
+        src.append(fs.src)
+        dst.append(fs.dst)
+        order = np.argsort(fs.edge_flow, kind="stable")
+        links.extend(np.split(fs.edge_link[order], np.cumsum(np.bincount(fs.edge_flow, minlength=fs.n_flows))[:-1]))
+        f_start.append(np.full(fs.n_flows, start[i]))
+        f_end.append(start[i] + step_lat[i] + bw[i] * frac)
+    cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
+    return Timeline(start, end, pat, cat(steps, np.int64), cat(src, np.int32), cat(dst, np.int32), tuple(links),
+                    cat(f_start, np.float64), cat(f_end, np.float64))

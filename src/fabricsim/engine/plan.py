@@ -1,0 +1,238 @@
+"""Planning: one collective's step traffic turned into flows on routed paths, and priced for one protocol.
+
+`plan_traffic` makes a `Plan`: the distinct traffic patterns among the steps (a ring's 2(n-1) steps are one),
+their order and repeats, all steps' flows together (`union`, the pipeline's steady state), and what each
+pattern's flows wait on the wire per NCCL hop class (`HopLatency`). A plan carries bytes as a protocol of wire
+efficiency 1 would (`flows`), so every protocol of one algorithm shares it: `price` adds what the protocol
+changes (wire efficiency, NCCL's per-step hop latencies, base latency, slice size, per-channel caps).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from fabricsim.engine import symmetry
+from fabricsim.engine.call import Call, Options
+from fabricsim.engine.flows import N_HOPS, FlowRules, FlowSet, concat, item_latency, step_flows
+from fabricsim.engine.protocols import ProtocolModel, nccl_arch, protocol_model
+from fabricsim.errors import FabricsimError
+from fabricsim.schedules.model import StepTraffic
+from fabricsim.topology.model import Topology
+
+WINDOW_LATENCY_LIMIT = 1 << 22  # (distinct windows x repetitions) evaluated; beyond, every repetition waits for the slowest hop
+
+
+@dataclass(frozen=True, eq=False)
+class HopLatency:
+    """Path latency of groups of flows (patterns, or a pipeline's windows) per NCCL hop class, so each
+    protocol's per-step hop latency is added without routing again."""
+
+    longest: np.ndarray  # (groups, 3) longest path latency among each group's flows of each hop class, -inf: none
+    weighted: np.ndarray  # (groups,) sum over a group's flows of weight x path latency (weight: payload x copies)
+    weight: np.ndarray  # (groups, 3) sum of the weights of each hop class's flows
+
+    @staticmethod
+    def of(sets: Sequence[FlowSet]) -> HopLatency:
+        longest = np.full((len(sets), N_HOPS), -np.inf)
+        weighted, weight = np.zeros(len(sets)), np.zeros((len(sets), N_HOPS))
+        for i, fs in enumerate(sets):
+            if fs.n_flows:
+                w = fs.payload * fs.mult
+                for hop in np.flatnonzero(np.bincount(fs.hop, minlength=N_HOPS)).tolist():
+                    mine = fs.hop == hop
+                    longest[i, hop] = fs.latency[mine].max()
+                    weight[i, hop] = w[mine].sum()
+                weighted[i] = float(np.dot(w, fs.latency))
+        return HopLatency(longest, weighted, weight)
+
+    def mean(self, step_hw: np.ndarray) -> np.ndarray:
+        """Per group, the mean over its flows (by weight) of path latency + per-step hop latency; 0: no flows."""
+        total = self.weight.sum(axis=1)
+        return np.divide(self.weighted + self.weight @ step_hw, total, out=np.zeros(total.shape), where=total > 0)
+
+    def slowest(self, step_hw: np.ndarray) -> np.ndarray:
+        """Per group, its slowest flow's path latency + per-step hop latency; 0: no flows."""
+        return np.maximum((self.longest + step_hw).max(axis=1, initial=-np.inf), 0.0)
+
+    @property
+    def hops(self) -> np.ndarray:
+        """Hop classes any group's flows use."""
+        return np.isfinite(self.longest).any(axis=0)
+
+
+@dataclass(frozen=True, eq=False)
+class Windows:
+    """A pipelined step's transfers grouped by the repetitions they work in (a tree's levels), each group's path
+    latency by hop class: every repetition waits for the slowest group working in it."""
+
+    first: np.ndarray  # first repetition of each group
+    last: np.ndarray  # last repetition of each group
+    latency: HopLatency
+    repeat: int
+
+    def total(self, step_hw: np.ndarray) -> float:
+        """Latency summed over the step's repetitions."""
+        g_lat = self.latency.slowest(step_hw)
+        k = np.arange(self.repeat)
+        cover = (self.first[:, None] <= k) & (k <= self.last[:, None])
+        return float(np.where(cover, g_lat[:, None], 0.0).max(axis=0, initial=0.0).sum())
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """A collective's traffic as flows, for every protocol of its algorithm."""
+
+    collective: str
+    algorithm: str
+    nranks: int  # the collective's own ranks (one copy)
+    nbytes: int
+    channels: int
+    patterns: tuple[FlowSet, ...]  # distinct step traffic patterns (bytes at wire efficiency 1)
+    order: np.ndarray  # pattern of each schedule step
+    repeats: np.ndarray  # repetitions of each schedule step
+    union: FlowSet  # every step's flows together, bytes x repetitions
+    latency: HopLatency  # per pattern
+    windows: tuple[Windows | None, ...]  # per schedule step: a pipeline's windows (None: every transfer every repetition)
+    biggest: float  # payload bytes one channel of the busiest rank moves in one step: what NCCL cuts into slices
+    net_peer_bw: float  # bytes/s cap per point-to-point transfer across the network (inf: none)
+    scale: float = 1.0  # rotated schedules: the whole schedule's traffic / the sampled rotations' traffic
+    weight: np.ndarray | None = None  # rotated schedules: each link's share of its class's traffic (symmetry.link_weights)
+
+
+@dataclass(frozen=True, eq=False)
+class Pricing:
+    """What one protocol makes of a plan."""
+
+    protocol: str
+    wire_efficiency: float  # payload bytes per byte on the wire
+    step_latency: np.ndarray  # s per repetition of each schedule step
+    once_latency: float  # s, once per collective
+    slices: int  # pipeline slices per channel (NCCL slice size)
+    algbw_cap: float  # bytes/s: NCCL's per-channel caps (tuning.cc) on this call's algorithm bandwidth; inf if none
+    cap_source: str  # which tuning.cc table the cap comes from
+
+
+def call_model(topo: Topology, call: Call) -> ProtocolModel:
+    """NCCL's protocol constants for this call (its algorithm, protocol, GPU generation, node count, channels)."""
+    nranks = call.nranks // call.copies
+    n_nodes = int(np.count_nonzero(np.bincount(topo.gpu_domain[call.gpu_ranks[:nranks]])))
+    model = protocol_model(call.algorithm, call.protocol, nccl_arch(topo, call.gpu_ranks), n_nodes, call.channels,
+                           call.collective, nranks)
+    return model if call.net_peer_bw is None else replace(model, net_peer_bw=call.net_peer_bw)
+
+
+def plan_traffic(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts: Options, model: ProtocolModel) -> Plan:
+    """The plan of `steps`, the traffic of `call` (its message, or its unit message for the unit cache)."""
+    scale, weight = 1.0, None
+    if call.rotations > 1:
+        symmetry.check_rotation_placement(topo, call.gpu_ranks, call.rotations)
+        steps, scale = symmetry.sample_rotations(steps, call.nranks, call.rotations)
+        weight = symmetry.link_weights(topo, call.gpu_ranks)
+    rules = FlowRules(call.connections, opts.pxn, opts.adaptive, model.net_peer_bw, model.nvls_efficiency)
+    order, firsts = _distinct(steps)
+    patterns = [step_flows(topo, steps[i], call.gpu_ranks, rules) for i in firsts]
+    order_a = np.array(order, dtype=np.int64)
+    rep_a = np.array([int(st.repeat) for st in steps], dtype=np.int64)
+    total = np.bincount(order_a, weights=rep_a, minlength=len(patterns))
+    windows = tuple(None if call.algorithm == "ring" else _windows(topo, st, call.gpu_ranks, rules) for st in steps)
+    return Plan(
+        collective=call.collective, algorithm=call.algorithm, nranks=call.nranks // call.copies, nbytes=call.nbytes,
+        channels=call.channels, patterns=tuple(patterns), order=order_a, repeats=rep_a,
+        union=concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)]), latency=HopLatency.of(patterns),
+        windows=windows, biggest=max((_channel_bytes(fs, call.channels) for fs in patterns if fs.n_flows), default=0.0),
+        net_peer_bw=model.net_peer_bw, scale=scale, weight=weight)
+
+
+def price(plan: Plan, model: ProtocolModel, bytes_scale: float = 1.0) -> Pricing:
+    """What `model`'s protocol makes of `plan` for a message `bytes_scale` times the plan's: latencies (a ring's
+    chunks rotate through every position, so it pays the mean hop per step; other schedules wait for their
+    slowest hop, a pipeline only for the transfers working in each repetition), slices and caps."""
+    hw, step_hw = np.array(model.hop_latency), model.step_hop_latency
+    per_pattern = plan.latency.mean(step_hw) if plan.algorithm == "ring" else plan.latency.slowest(step_hw)
+    step_lat = per_pattern[plan.order] if plan.order.size else np.zeros(0)
+    for j, win in enumerate(plan.windows):
+        if win is not None:
+            step_lat[j] = win.total(step_hw) / win.repeat
+    once_hops = plan.latency.hops & ~np.array(model.per_step_latency)
+    return Pricing(
+        protocol=model.protocol, wire_efficiency=model.wire_efficiency, step_latency=step_lat,
+        once_latency=model.base_latency + float(hw[once_hops].sum()),
+        slices=max(1, math.ceil(plan.biggest * bytes_scale / model.slice_bytes)),
+        algbw_cap=model.busbw_cap_per_channel * plan.channels * model.bus_to_alg, cap_source=model.busbw_cap_source)
+
+
+def _windows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> Windows | None:
+    """A pipelined step's windows: its transfers and in-network operations grouped by the (first, last)
+    repetitions they move bytes in, each group's path latency the longest of its items'. None when the step has
+    no windows, or too many to evaluate (then every repetition waits for the step's slowest hop)."""
+    if st.active is None or st.repeat <= 1:
+        return None
+    first, last = (np.asarray(a, dtype=np.int64) for a in st.active)
+    n_items = st.src.shape[0] + len(st.innet)
+    live = first <= last
+    if first.shape != (n_items,) or last.shape != (n_items,) or (live & ((first < 0) | (last >= st.repeat))).any():
+        raise FabricsimError(f"StepTraffic.active must give (first, last) repetitions in 0..{st.repeat - 1} for each of the "
+                             f"{n_items} transfers and in-network operations (first > last: never active)")
+    key = first * (st.repeat + 1) + last
+    groups, group = np.unique(key[live], return_inverse=True)
+    if groups.size * st.repeat > WINDOW_LATENCY_LIMIT:
+        return None
+    group = group.ravel()
+    order = np.argsort(group, kind="stable")  # items by group: each group's longest latency in one reduceat
+    starts = np.flatnonzero(np.concatenate([[True], group[order][1:] != group[order][:-1]]))
+    longest = np.maximum.reduceat(item_latency(topo, st, gpu_ranks, rules)[live][order], starts, axis=0)
+    latency = HopLatency(longest, np.zeros(groups.size), np.zeros((groups.size, N_HOPS)))
+    return Windows(groups // (st.repeat + 1), groups % (st.repeat + 1), latency, int(st.repeat))
+
+
+def _channel_bytes(fs: FlowSet, channels: int) -> float:
+    """Bytes one channel of the busiest rank moves in this step: what NCCL cuts into pipeline slices. Each
+    channel handles 1/channels of every rank's data (an NVLS head's share of all chunks included), so the
+    slices a step is pipelined over follow the rank's whole send, not one flow's share of it."""
+    sent = fs.src >= 0
+    if not sent.any():  # only switch-sourced flows: every receiver gets its payload
+        return float(fs.payload.max())
+    return float(np.bincount(fs.src[sent], weights=(fs.payload * fs.mult)[sent]).max()) / max(channels, 1)
+
+
+def _distinct(steps: Sequence[StepTraffic]) -> tuple[list[int], list[int]]:
+    """The traffic pattern of each step (steps moving the same bytes between the same ranks share one, timed
+    once) and the first step of each pattern. Steps are told apart by counts and sums first; only steps alike
+    in those are compared byte by byte."""
+    order: list[int] = []
+    firsts: list[int] = []
+    alike: dict[tuple, list[int]] = {}  # quick signature -> patterns having it
+    full: dict[int, bytes] = {}  # step -> its full key, made when a signature is shared
+
+    def key(i: int) -> bytes:
+        if i not in full:
+            full[i] = _pattern_key(steps[i])
+        return full[i]
+
+    for i, st in enumerate(steps):
+        sig = (st.src.shape[0], len(st.innet), int(np.sum(st.src)), int(np.sum(st.dst)), float(np.sum(st.nbytes)),
+               sum(op[3] for op in st.innet), tuple(len(a) for a in st.innet[0][1:3]) if st.innet else ())
+        same = [p for p in alike.get(sig, []) if key(firsts[p]) == key(i)]
+        if same:
+            order.append(same[0])
+            continue
+        alike.setdefault(sig, []).append(len(firsts))
+        order.append(len(firsts))
+        firsts.append(i)
+    return order, firsts
+
+
+def _pattern_key(st: StepTraffic) -> bytes:
+    """Identity of a step's traffic: same transfers and in-network ops give the same flows."""
+    parts = [np.asarray(st.src, np.int64).tobytes(), np.asarray(st.dst, np.int64).tobytes(),
+             np.asarray(st.nbytes, np.float64).tobytes()]
+    if st.innet:
+        kinds, inputs, outputs, nb = zip(*st.innet)
+        parts += ["/".join(kinds).encode(), np.fromiter(map(len, inputs + outputs), np.int64).tobytes(),
+                  np.concatenate(inputs + outputs).astype(np.int64, copy=False).tobytes(),
+                  np.asarray(nb, np.float64).tobytes()]
+    return b"|".join(parts)

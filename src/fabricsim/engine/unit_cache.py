@@ -1,0 +1,60 @@
+"""Timing each call once, at its unit message, for every size and protocol.
+
+A schedule cuts a message into equal pieces; at one element per piece (the unit message) every size that is a
+whole number k of units moves k times the bytes on the same flows. Bytes, link loads and max-min drain times are
+linear in the bytes (rates do not depend on them) and latencies are fixed, so the unit's drain, scaled by
+k / wire efficiency, is the drain of that size under any protocol. The unit plan and its drain are kept in the
+topology's derived store, keyed by what fixes the flows (schedule, element size, channels, ranks, level,
+routing, network cap), not by size or protocol: a tuner sweep over sizes and protocols drains each algorithm once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from fabricsim.engine import solve
+from fabricsim.engine.assemble import result
+from fabricsim.engine.call import Call, Options
+from fabricsim.engine.flows import empty_flows
+from fabricsim.engine.plan import Plan, call_model, plan_traffic, price
+from fabricsim.engine.result import Result
+from fabricsim.schedules import traffic as schedule_traffic
+from fabricsim.topology.model import Topology
+
+
+@dataclass(frozen=True, eq=False)
+class Unit:
+    """A call's plan and drain at its unit message (one element per schedule piece), at wire efficiency 1."""
+
+    plan: Plan
+    drained: solve.Drained  # without the steady state, which `steady` adds when a size needs it
+
+
+def timed(topo: Topology, call: Call, opts: Options) -> Result | None:
+    """The Result of `call`, scaled from its unit timing; None when its message does not split into equal
+    pieces, or it is a replicated schedule (training groups, made afresh per call: nothing to reuse)."""
+    count = call.nbytes // call.elem_size
+    if call.schedule is None or call.nbytes % call.elem_size or count == 0 or count % call.pieces or call.copies > 1:
+        return None
+    key = ("unit", call.schedule, call.elem_size, call.channels, opts, call.gpu_ranks.tobytes(), call.net_peer_bw)
+    model = call_model(topo, call)
+    unit = topo.derive(key, lambda: _unit(topo, call, opts, model))
+    k = count // call.pieces
+    pricing = price(unit.plan, model, k)
+    drained = unit.drained
+    if pricing.slices > 1:
+        drained = replace(drained, steady=topo.derive(("unit_steady", *key[1:]), lambda: _steady(topo, unit, opts)))
+    plan = replace(unit.plan, nbytes=call.nbytes)
+    return result(topo, plan, pricing, drained.scaled(k / pricing.wire_efficiency), opts.level)
+
+
+def _unit(topo: Topology, call: Call, opts: Options, model) -> Unit:
+    unit_bytes = call.pieces * call.elem_size
+    steps = schedule_traffic(call.schedule, unit_bytes, call.elem_size)
+    plan = plan_traffic(topo, steps, replace(call, nbytes=unit_bytes), opts, model)
+    return Unit(plan, solve.drained(topo, plan, opts.level, empty_flows(), steady=False))
+
+
+def _steady(topo: Topology, unit: Unit, opts: Options) -> float:
+    """The unit's steady-state drain: all steps' traffic together (needed once a size is cut into slices)."""
+    return solve.steady_state(topo, unit.plan, opts.level, empty_flows(), unit.drained.t)
