@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas
 
-    from fabricsim.doctor import Diagnosis
+    from fabricsim.diagnosis import Diagnosis
     from fabricsim.reports.compare import CompareRow, CompareSummary
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.nccltests_table import PerfRow
@@ -377,8 +377,8 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
 
 def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None = None, *,
            env: Mapping[str, str] | None = None, nccl_version: str | None = None, collective: str | None = None,
-           topo: Sequence[str | Path] = (), gpu: str | None = None, threshold: float = 25.0,
-           level: str = "flow") -> Diagnosis:
+           topo: Sequence[str | Path] = (), gpu: str | None = None, gpus: int | None = None,
+           threshold: float = 25.0, level: str = "flow") -> Diagnosis:
     """Diagnose a real nccl-tests log: predict what its cluster should deliver (the log's NCCL version and the NCCL
     environment fabricsim honours), find the size ranges that fall more than `threshold` % below, and rank the
     likely causes with the log's lines as evidence.
@@ -386,8 +386,9 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
     `cluster` None infers the cluster from the log's NCCL INFO and device lines (and the `topo` dumps: NCCL topology
     XML, nvidia-smi topo -m, ibstat, ibv_devinfo); a `Cluster` keeps its ranks. `env` adds NCCL variables the log
     does not print (NCCL_P2P_DISABLE=1, ...); `nccl_version` where the log does not say; `gpu` (a catalog name)
-    where the log does not name it. `fabricsim.doctor.report.text` / `json_doc` print the result."""
-    from fabricsim.doctor import diagnose
+    where the log does not name it; `gpus` the run's rank count where the log does not print it (nccl-tests' -g 4
+    on an 8-GPU preset runs on its first 4). `fabricsim.diagnosis.report.text` / `json_doc` print the result."""
+    from fabricsim.diagnosis import diagnose
     from fabricsim.importers import read_machine
 
     if level not in ("flow", "analytical"):
@@ -408,8 +409,8 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
         target = cluster
     try:
         return diagnose(text, path.name, cluster=target, ranks=ranks, env=env, collective=collective,
-                        nccl_version=nccl_version, machines=machines, gpu=gpu, threshold=threshold / 100.0,
-                        level=level)
+                        nccl_version=nccl_version, machines=machines, gpu=gpu, nranks=gpus,
+                        threshold=threshold / 100.0, level=level)
     except FabricsimError as err:
         raise FabricsimError(f"{path.name}: {err}") from None
 

@@ -30,16 +30,18 @@ def _env(pairs: tuple[str, ...]) -> dict[str, str]:
 @click.option("--collective", default=None, type=click.Choice(COLLECTIVES),
               help="Only for logs that do not name their collective.")
 @click.option("--gpu", default=None, help="Catalog GPU, where the log does not name it (inference only).")
+@click.option("--gpus", type=int, default=None,
+              help="The run's rank count, where the log does not print it (-g 4 on an 8-GPU preset: its first 4).")
 @click.option("--threshold", default=25.0, show_default=True, type=float,
               help="Percent below the predicted busbw at which a size falls short.")
 @click.option("--level", default="flow", show_default=True, type=click.Choice(["flow", "analytical"]),
               help="fabricsim's engine fidelity for the predictions.")
 @click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "json"]))
-def doctor(log_path, cluster, topo_files, env_pairs, nccl_version, collective, gpu, threshold, level, fmt):
+def doctor(log_path, cluster, topo_files, env_pairs, nccl_version, collective, gpu, gpus, threshold, level, fmt):
     """Diagnose a real nccl-tests LOG: where it falls short of its hardware, and the likely causes."""
     from fabricsim import api
-    from fabricsim.doctor import report
+    from fabricsim.diagnosis import report
 
     d = api.doctor(log_path, cluster, topo=topo_files, env=_env(env_pairs), nccl_version=nccl_version,
-                   collective=collective, gpu=gpu, threshold=threshold, level=level)
+                   collective=collective, gpu=gpu, gpus=gpus, threshold=threshold, level=level)
     click.echo(report.json_doc(d) if fmt == "json" else report.text(d), nl=False)

@@ -62,7 +62,8 @@ def _fail(i: int, line: str, what: str) -> FabricsimError:
 @dataclass
 class InfoLog:
     """What the NCCL INFO lines (and nccl-tests' device lines) of a log say, as read; `lines` holds, per kind of
-    fact ('version', 'comm', 'net', 'net_via', 'local_via', 'nvls', 'channels', 'env', 'ring_gdr', 'tuner', ...),
+    fact ('version', 'comm', 'net', 'net_gdr', 'net_host', 'local_p2p', 'local_shm', 'nvls', 'nvls_not', 'channels',
+    'env:NCCL_X', 'ring_gdr', 'tuner', 'tuning', ...),
     the first lines that said it as (line number, text without MPI prefixes)."""
 
     version: str = ""
@@ -101,7 +102,7 @@ def _info(log: InfoLog, i: int, line: str, host: str, msg: str) -> None:
     log.info_lines += 1
     if (m := _ENV.match(msg)):
         log.env.setdefault(m.group(1), m.group(2).strip())
-        log.said("env", i, line)
+        log.said("env:" + m.group(1), i, line)
     elif (m := _RING_GDR.search(msg)):
         log.ring_gdr.append(m.group(2) == "1")
         log.said("ring_gdr", i, line)

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from fabricsim.doctor.diagnose import Diagnosis, Finding, RangeDiagnosis
-from fabricsim.doctor.facts import Facts
-from fabricsim.doctor.shortfall import Range, SizeCheck
+from fabricsim.diagnosis.diagnose import Diagnosis, Finding, RangeDiagnosis
+from fabricsim.diagnosis.facts import Facts
+from fabricsim.diagnosis.shortfall import Range, SizeCheck
 from fabricsim.units import format_bytes
 
 BUSBW_BAND_BYTES = 1 << 20  # the bands validation.logs scores: busbw from 1 MiB, time up to 64 KiB
@@ -37,7 +37,7 @@ def observed(facts: Facts) -> list[tuple[str, str, list[str]]]:
     comm = info.comms.get(facts.ranks)
     nodes = comm["nodes"] if comm and comm.get("nodes") else 0
     local = comm["local"] if comm and comm.get("local") else 0
-    ranks = f"{facts.ranks} ranks" if facts.ranks else "rank count not printed"
+    ranks = f"{facts.logged_ranks} ranks" if facts.logged_ranks else "not printed"
     if nodes:
         ranks += f" on {nodes} node{'s' * (nodes != 1)} ({local} per node)"
     out.append(("ranks", ranks, [str(q) for q in (facts.quotes("comm") or facts.quotes("comm_old"))[:1]]))
@@ -125,7 +125,7 @@ def _range_text(r: RangeDiagnosis, lines: list[str]) -> None:
         lines.append(f"    {k}. {_finding_line(f)}")
         lines.append(f"       effect: {f.how}")
         for e in f.evidence:
-            lines.append(f"       evidence: {e}")
+            lines.append(f"       {'to check' if f.state == 'not shown' else 'evidence'}: {e}")
         if f.against:
             lines.append(f"       but: the run measured faster than it allows at {len(f.against)} other sizes "
                          f"({_sizes(f.against)})")
@@ -156,16 +156,21 @@ def text(d: Diagnosis) -> str:
              f"cluster ({t.source}): {_cluster_line(d)}"]
     lines += [f"  assumed: {a}" for a in t.assumptions]
     lines += [f"  the cluster file cannot say: {g}" for g in t.gaps]
-    lines.append("what the log says:")
-    for topic, said, quotes in observed(f):
-        lines.append(f"  {topic}: {said}")
+    said = [(topic, what, quotes) for topic, what, quotes in observed(f) if not what.startswith("not printed")]
+    if f.info.info_lines:
+        lines.append("what the log says:")
+    else:
+        lines.append("what the log says: no NCCL INFO lines, so most causes cannot be tested against it (rerun with "
+                     "NCCL_DEBUG=INFO)" + (":" if said else ""))
+    for topic, what, quotes in said:
+        lines.append(f"  {topic}: {what}")
         lines += [f"      {q}" for q in quotes]
     if c.env or d.env_not_honoured:
         lines.append("NCCL environment:")
         for e in c.env:
-            lines.append(f"  {e.var}={e.value}: {e.status} ({e.why})")
+            lines.append(f"  {e.var}={e.value}: {e.status} ({e.why}) [{f.env_quote(e.var)}]")
         for var, value in d.env_not_honoured:
-            lines.append(f"  {var}={value}: not honoured (fabricsim does not know what it changes)")
+            lines.append(f"  {var}={value}: not honoured (fabricsim does not know what it changes) [{f.env_quote(var)}]")
     b = bands(d)
     version_rules = f"NCCL {c.nccl_version[0]}.{c.nccl_version[1]} rules" if c.nccl_version else "fabricsim's NCCL rules"
     lines.append(f"prediction: fabricsim, engine level {d.level}, {version_rules}; {len(d.checks)} sizes of the log "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fabricsim.doctor.facts import Facts
+from fabricsim.diagnosis.facts import Facts
 from fabricsim.errors import FabricsimError
 from fabricsim.importers.machine import Machine, Nic, merge
 from fabricsim.importers.mapping import matching_preset, to_spec

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fabricsim.errors import FabricsimError
 from fabricsim.importers.machine import Machine
@@ -44,6 +44,7 @@ class Facts:
     version: str  # '2.20.3', '2.20' or '' when neither the log nor the caller says
     version_quote: Quote | None
     machines: tuple[Machine, ...] = ()  # accompanying dumps (NCCL topology XML, nvidia-smi topo -m, ibstat, ...)
+    ranks_given: int = 0  # the caller's rank count, for a log that does not print its own
 
     @property
     def nccl_version(self) -> tuple[int, int] | None:
@@ -52,13 +53,18 @@ class Facts:
         return (int(m.group(1)), int(m.group(2))) if m else None
 
     @property
-    def ranks(self) -> int:
-        """Ranks of the run: the table's own count, else NCCL's communicator size, else 0 (not in the log)."""
+    def logged_ranks(self) -> int:
+        """Ranks the log itself states: the table's count, else NCCL's communicator size, else 0."""
         if self.log.nranks:
             return int(self.log.nranks)
         if self.info.comms:
             return max(self.info.comms)
         return max(self.info.devices) + 1 if self.info.devices else 0
+
+    @property
+    def ranks(self) -> int:
+        """Ranks of the run: the log's, else the caller's, else 0 (unknown)."""
+        return self.logged_ranks or self.ranks_given
 
     def quotes(self, kind: str) -> tuple[Quote, ...]:
         """The first lines of the log that state a fact of this kind (importers.nccl_log.InfoLog.lines keys)."""
@@ -68,10 +74,8 @@ class Facts:
         """Where the value of an NCCL variable comes from: its 'set by environment' line, or the caller."""
         if var in self.env_given:
             return f"given: {var}={self.env[var]}"
-        for q in self.quotes("env"):
-            if q.text.endswith(f"{var} set by environment to {self.env[var]}") or f" {var} set by" in q.text:
-                return str(q)
-        return f"the log: {var}={self.env[var]}"
+        said = self.quotes(f"env:{var}")
+        return str(said[0]) if said else f"the log: {var}={self.env[var]}"
 
 
 def short(line: str) -> str:
@@ -90,8 +94,9 @@ def _check_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def read_facts(text: str, source: str, *, env: Mapping[str, str] | None = None, nccl_version: str | None = None,
-               machines: Sequence[Machine] = ()) -> Facts:
-    """The facts of one nccl-tests log (one run: a file of several runs is an error naming them)."""
+               machines: Sequence[Machine] = (), ranks: int | None = None) -> Facts:
+    """The facts of one nccl-tests log (one run: a file of several runs is an error naming them); `ranks`: the run's
+    rank count where the log does not print it (a count that contradicts the log's is an error)."""
     log = parse_nccl_tests(text)
     info = scan(text)
     given = _check_env(env or {})
@@ -109,4 +114,11 @@ def read_facts(text: str, source: str, *, env: Mapping[str, str] | None = None, 
         elif version:
             quote = next((Quote(i, line.strip()) for i, line in enumerate(text.splitlines(), 1)
                           if "nccl-library=" in line or "NCCL version" in line), None)
-    return Facts(source, text, log, info, merged, tuple(sorted(given)), version, quote, tuple(machines))
+    facts = Facts(source, text, log, info, merged, tuple(sorted(given)), version, quote, tuple(machines))
+    if ranks is not None:
+        if ranks < 1:
+            raise FabricsimError(f"--gpus {ranks}: a run has at least one rank")
+        if facts.logged_ranks and facts.logged_ranks != ranks:
+            raise FabricsimError(f"--gpus {ranks}, but the log says {facts.logged_ranks} ranks: drop --gpus")
+        facts = replace(facts, ranks_given=ranks)
+    return facts

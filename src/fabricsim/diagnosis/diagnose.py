@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from fabricsim.doctor import infer, rules
-from fabricsim.doctor.facts import Facts, read_facts
-from fabricsim.doctor.rules import NOT_SHOWN, SHOWN, Context, Hypothesis
-from fabricsim.doctor.shortfall import Range, SizeCheck, checks, is_above, is_dip, is_short, ranges
+from fabricsim.diagnosis import infer, rules
+from fabricsim.diagnosis.facts import Facts, read_facts
+from fabricsim.diagnosis.rules import NOT_SHOWN, SHOWN, Context, Hypothesis
+from fabricsim.diagnosis.shortfall import Range, SizeCheck, checks, is_above, is_dip, is_short, ranges
 from fabricsim.errors import FabricsimError
 from fabricsim.importers.machine import Machine
 from fabricsim.schedules.layout import COLLECTIVES
@@ -238,14 +238,16 @@ def _env(facts: Facts) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
 def diagnose(text: str, source: str, *, cluster: str | Path | ClusterSpec | None = None,
              ranks: Sequence[int] | None = None, env: Mapping[str, str] | None = None, collective: str | None = None,
              nccl_version: str | None = None, machines: Sequence[Machine] = (), gpu: str | None = None,
-             threshold: float = DEFAULT_THRESHOLD, level: str = "flow") -> Diagnosis:
+             nranks: int | None = None, threshold: float = DEFAULT_THRESHOLD, level: str = "flow") -> Diagnosis:
     """Diagnose one nccl-tests log (its text; `source` names it in reports). `cluster` None infers the cluster from
     the log; `ranks` (with a cluster) are the GPU ranks the run used; `env` adds NCCL variables the log does not
-    print; `machines` are accompanying dumps read by fabricsim.importers; `threshold` is the fraction below the
-    prediction at which a size falls short."""
+    print; `machines` are accompanying dumps read by fabricsim.importers; `nranks` is the run's rank count where the
+    log does not print it; `threshold` is the fraction below the prediction at which a size falls short."""
     if not 0.0 < threshold < 1.0:
         raise FabricsimError(f"threshold {threshold * 100:g}%: give a percentage between 0 and 100, e.g. 25")
-    facts = read_facts(text, source, env=env, nccl_version=nccl_version, machines=machines)
+    if ranks is not None and nranks is None:
+        nranks = len(ranks)
+    facts = read_facts(text, source, env=env, nccl_version=nccl_version, machines=machines, ranks=nranks)
     coll = _collective(facts, collective)
     target = infer.inferred(facts, gpu) if cluster is None else infer.given(cluster, facts)
     if ranks is not None:
@@ -266,7 +268,7 @@ def diagnose(text: str, source: str, *, cluster: str | Path | ClusterSpec | None
         ctx = Context(facts, case, tuple(sizes[i] for i in short_idx), recase, sizes)
         hyps = [h for rule in rules.RULES for h in rule(ctx)]
         expected = _effects(hyps, sizes, level)
-        hyps = [h if k in expected or h.effect is None else replace(h, effect=None, why=_why_not(h, expected, k))
+        hyps = [replace(h, effect=None, why=_why_not(h, expected, k)) if isinstance(expected.get(k), str) else h
                 for k, h in enumerate(hyps)]
         index = {id(c): i for i, c in enumerate(sizes)}
         for r in short:

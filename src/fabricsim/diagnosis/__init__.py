@@ -4,6 +4,6 @@ that fall short, and their likely causes ranked with the log's own lines as evid
 `diagnose(text, source, ...)` returns a `Diagnosis`; `report.text` / `report.json_doc` print it.
 """
 
-from fabricsim.doctor.diagnose import DEFAULT_THRESHOLD, Diagnosis, Finding, RangeDiagnosis, diagnose
+from fabricsim.diagnosis.diagnose import DEFAULT_THRESHOLD, Diagnosis, Finding, RangeDiagnosis, diagnose
 
 __all__ = ["DEFAULT_THRESHOLD", "Diagnosis", "Finding", "RangeDiagnosis", "diagnose"]

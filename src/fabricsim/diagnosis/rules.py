@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from fabricsim import hardware
-from fabricsim.doctor.facts import Facts
-from fabricsim.doctor.shortfall import SizeCheck
+from fabricsim.diagnosis.facts import Facts
+from fabricsim.diagnosis.shortfall import SizeCheck
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.validation.logs import LogCase
