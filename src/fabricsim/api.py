@@ -390,16 +390,12 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
     on an 8-GPU preset runs on its first 4). `fabricsim.diagnosis.report.text` / `json_doc` print the result."""
     from fabricsim.diagnosis import diagnose
     from fabricsim.importers import read_machine
+    from fabricsim.inputs import read_text
 
     if level not in ("flow", "analytical"):
         raise FabricsimError(f"unknown level '{level}': use 'flow' or 'analytical'")
     path = Path(log)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as err:
-        raise FabricsimError(f"cannot read {path}: {err.strerror}; check the path") from None
-    except UnicodeDecodeError as err:
-        raise FabricsimError(f"{path} is not UTF-8 text (byte {err.start}): give the log as nccl-tests printed it") from None
+    text = read_text(path, "nccl-tests log")
     machines = [read_machine(p) for p in topo]
     ranks = None
     target: str | Path | ClusterSpec | None

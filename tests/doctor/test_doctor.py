@@ -12,10 +12,9 @@ import pytest
 import fabricsim as fs
 from fabricsim.diagnosis import diagnose, report, rules
 from fabricsim.diagnosis.facts import read_facts
-from fabricsim.diagnosis.shortfall import checks
 from fabricsim.errors import FabricsimError
 from fabricsim.importers.nccl_log import scan
-from fabricsim.validation.logs import cluster_file, score
+from fabricsim.validation.logs import cluster_file
 from tests.cli.test_bad_inputs import fabricsim, one_error
 
 FIX = Path(__file__).parent / "fixtures"
@@ -103,23 +102,20 @@ def test_geforce_log_is_inferred_pcie_only_without_p2p():
     assert {c.size_bytes for c in d.dips} >= {64, 128}  # in-place within 25% at those sizes
 
 
-def _context(info_text: str):
+def _context(p5, info_text: str):
     """The p5 log's case with another real log's INFO lines as the evidence (rule tests on real lines)."""
-    text = P5.read_text()
-    facts = replace(read_facts(text, P5.name), info=scan(info_text))
-    base = diagnose(text, P5.name, collective="all_reduce", **FAST)
-    sizes = checks(score(base.case, "analytical").rows, base.case.rows)
-    return rules.Context(facts, base.case, sizes, lambda env: base.case, sizes)
+    facts = replace(p5.facts, info=scan(info_text))
+    return rules.Context(facts, p5.case, p5.checks, lambda env: p5.case, p5.checks)
 
 
-def test_gpudirect_rule_quotes_a_channel_without_gdrdma():
-    (h,) = rules.gpudirect(_context(AKS.read_text()))
+def test_gpudirect_rule_quotes_a_channel_without_gdrdma(p5):
+    (h,) = rules.gpudirect(_context(p5, AKS.read_text()))
     assert h.state == "shown" and h.evidence[0].startswith("line 22: ") and h.evidence[0].endswith("via NET/IB/9")
     assert h.effect is not None and h.effect.case.spec.gpudirect is False
 
 
-def test_algorithm_rule_forces_what_nccl_chose_at_that_size():
-    ctx = _context((FIX / "nccl-1453-tuning-lines.log").read_text())
+def test_algorithm_rule_forces_what_nccl_chose_at_that_size(p5):
+    ctx = _context(p5, (FIX / "nccl-1453-tuning-lines.log").read_text())
     at = next(c for c in ctx.checks if c.size_bytes == 262144)
     hyps = rules.algorithm_choice(ctx)
     if (at.algo, at.proto) == ("tree", "ll128"):

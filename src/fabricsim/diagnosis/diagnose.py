@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -100,6 +101,42 @@ class Diagnosis:
             for f in r.causes:
                 seen.setdefault((f.rule, f.title), f)
         return tuple(seen.values())
+
+    def text(self) -> str:
+        """The report `fabricsim doctor` prints."""
+        from fabricsim.diagnosis import report
+
+        return report.text(self)
+
+    def to_json(self) -> str:
+        """The report as a JSON document (`fabricsim doctor --format json`)."""
+        from fabricsim.diagnosis import report
+
+        return report.json_doc(self)
+
+    def to_records(self) -> list[dict]:
+        """One dict per size of the log: measured and predicted figures, and the named causes of its short range."""
+        from fabricsim.diagnosis import report
+
+        named = {c.size_bytes: [f.title for f in r.causes] for r in self.short for c in r.range.sizes}
+        return [{**report.size_record(c), "short": c.size_bytes in named, "causes": named.get(c.size_bytes, [])}
+                for c in self.checks]
+
+    def to_pandas(self) -> Any:
+        """The records as a DataFrame (needs the `fabricsim[pandas]` extra)."""
+        try:
+            import pandas
+        except ImportError:
+            raise FabricsimError("to_pandas needs pandas: pip install 'fabricsim[pandas]' (or use to_records())") from None
+        return pandas.DataFrame.from_records(self.to_records())
+
+    def __repr__(self) -> str:
+        n = sum(len(r.range.sizes) for r in self.short)
+        what = (f"short at {n} of {len(self.checks)} sizes in {len(self.short)} range{'s' * (len(self.short) != 1)}"
+                if self.short else self.verdict)
+        causes = ", ".join(sorted({f.rule for f in self.causes})) or "none"
+        return (f"Diagnosis({self.facts.source}: {self.case.collective} on {self.case.spec.name}, {len(self.case.ranks)} "
+                f"ranks, {what}; causes: {causes})")
 
 
 def _collective(facts: Facts, given: str | None) -> str:

@@ -197,7 +197,8 @@ def text(d: Diagnosis) -> str:
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
-def _check(c: SizeCheck) -> dict[str, Any]:
+def size_record(c: SizeCheck) -> dict[str, Any]:
+    """One size's figures (us and GB/s in the key names)."""
     return {"size_bytes": c.size_bytes, "measured_time_us": c.measured_time_s * 1e6,
             "predicted_time_us": c.predicted_time_s * 1e6, "measured_busbw_GBps": c.measured_busbw / 1e9,
             "predicted_busbw_GBps": c.predicted_busbw / 1e9, "ratio": c.ratio, "in_place_ratio": c.in_place_ratio,
@@ -216,7 +217,7 @@ def as_dict(d: Diagnosis) -> dict[str, Any]:
         "env": [dataclasses.asdict(e) for e in c.env]
                + [{"var": k, "value": v, "status": "not honoured", "why": "fabricsim does not know what it changes"}
                   for k, v in d.env_not_honoured],
-        "sizes": [_check(x) for x in d.checks],
+        "sizes": [size_record(x) for x in d.checks],
         "short": [{"from_bytes": r.range.lo, "to_bytes": r.range.hi, "sizes": len(r.range.sizes),
                    "median_ratio": r.range.median_ratio,
                    "unexplained_bytes": [x.size_bytes for x in r.unexplained],
