@@ -27,6 +27,7 @@ from fabricsim.diagnosis.shortfall import Range, SizeCheck, checks, is_above, is
 from fabricsim.errors import FabricsimError
 from fabricsim.importers.machine import Machine
 from fabricsim.schedules.layout import COLLECTIVES
+from fabricsim.topology import build
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.validation.logs import ENV, LogCase, make_case, score
 
@@ -151,8 +152,9 @@ def _collective(facts: Facts, given: str | None) -> str:
     return coll
 
 
-def _times(case: LogCase, level: str) -> list[float]:
-    return [r.predicted_time_s for r in score(case, level).rows]
+def _times(case: LogCase, level: str, variant=None) -> list[float]:
+    topo = variant(build(case.spec)) if variant is not None else None
+    return [r.predicted_time_s for r in score(case, level, topo).rows]
 
 
 def _effects(hyps: list[Hypothesis], sizes: tuple[SizeCheck, ...], level: str) -> dict[int, list[float] | str]:
@@ -165,10 +167,10 @@ def _effects(hyps: list[Hypothesis], sizes: tuple[SizeCheck, ...], level: str) -
         if eff is None:
             continue
         if eff.case is not None:
-            key = (eff.case.spec, eff.case.algos, eff.case.protos, eff.case.env)
+            key = (eff.case.spec, eff.case.algos, eff.case.protos, eff.case.env, eff.how if eff.topology else "")
             if key not in cache:
                 try:
-                    cache[key] = _times(eff.case, level)
+                    cache[key] = _times(eff.case, level, eff.topology)
                 except FabricsimError as err:  # the variant does not run on this cluster: say why, go on
                     cache[key] = str(err)
             times = cache[key]

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+
+import numpy as np
 from dataclasses import dataclass, replace
 
 from fabricsim import hardware
 from fabricsim.diagnosis.facts import Facts
 from fabricsim.diagnosis.shortfall import SizeCheck
 from fabricsim.errors import FabricsimError
+from fabricsim.topology import DeviceKind, Topology
 from fabricsim.topology.spec import ClusterSpec
+from fabricsim.topology.variants import with_link_capacity
 from fabricsim.validation.logs import LogCase
 from fabricsim.vocab import NCCL_ALGO_NAMES, NCCL_PROTO_NAMES
 
@@ -26,13 +30,14 @@ SHOWN, NOT_SHOWN, RULED_OUT, IN_PREDICTION = "shown", "not shown", "ruled out", 
 
 @dataclass(frozen=True)
 class Effect:
-    """How the times with the cause applied are found: re-predicting `case` (its rows are the sizes asked), or
-    `per_size` (an estimate from the predicted row)."""
+    """How the times with the cause applied are found: re-predicting `case` (on `topology(built cluster)` where
+    given: a what-if variant from fabricsim.topology.variants), or `per_size` (an estimate from the predicted row)."""
 
     how: str
     case: LogCase | None = None
     per_size: Callable[[SizeCheck], float] | None = None
     only: frozenset[int] | None = None  # the sizes it applies to (None: all); others keep the predicted time
+    topology: Callable[[Topology], Topology] | None = None  # with `case`: predict on this variant of its cluster
 
 
 @dataclass(frozen=True)
@@ -208,16 +213,21 @@ def _pcie_bound(ctx: Context) -> bool:
     return ctx.spec.scaleup == "pcie" or not ctx.spec.p2p
 
 
-def _pcie_estimate(ctx: Context, factor: float) -> Callable[[SizeCheck], float]:
-    big = _bandwidth_sizes(ctx)
-    return lambda c: c.predicted_time_s / factor if big(c) else c.predicted_time_s
+def gpu_pcie_links(topo: Topology) -> np.ndarray:
+    """Mask of the PCIe links with a GPU at one end (the GPUs' own slots)."""
+    pcie = np.array([t.startswith("pcie") for t in topo.techs])[topo.link_tech]
+    gpu = (topo.dev_kind[topo.link_src] == DeviceKind.GPU) | (topo.dev_kind[topo.link_dst] == DeviceKind.GPU)
+    return pcie & gpu
+
+
+def _slower_pcie(factor: float) -> Callable[[Topology], Topology]:
+    return lambda topo: with_link_capacity(topo, gpu_pcie_links(topo), factor)
 
 
 def pcie(ctx: Context) -> list[Hypothesis]:
     """PCIe running below its generation or width: an accompanying topology dump (NCCL XML link_speed/link_width)
-    shows the GPUs' links below the catalog part's x16 link. Without a dump, half and quarter rate are tested."""
-    if not _pcie_bound(ctx):
-        return []
+    shows the GPUs' links below the catalog part's x16 link. Without a dump, half and quarter rate are tested where
+    GPU-to-GPU data crosses PCIe. The effect: the GPUs' PCIe links at that fraction of their capacity."""
     gpu = hardware.get_gpu(ctx.spec.gpu)
     gen = int(gpu.pcie_link.removeprefix("pcie"))
     nominal = _LANE_RATE[_GEN_GTS[gen]] * 16
@@ -229,14 +239,16 @@ def pcie(ctx: Context) -> list[Hypothesis]:
         said = f"the topology dump shows GPU links at {worst[0]:g} GT/s x{worst[1]} (the {gpu.name} has Gen{gen} x16)"
         if factor >= 0.99:
             return [_hyp("pcie", title, RULED_OUT, [said], None)]
-        return [_hyp("pcie", title, SHOWN, [said], Effect(f"estimated: busbw x {factor:.2f} (link rate / Gen{gen} x16) "
-                                                          "at the bandwidth-dominated sizes",
-                                                          per_size=_pcie_estimate(ctx, factor)))]
-    why = (f"the log does not show the PCIe links; check `nvidia-smi -q -d PCIE` (Link Width / Generation, "
-           "current vs max) or pass an NCCL_TOPO_DUMP_FILE dump with --topo")
+        return [_hyp("pcie", title, SHOWN, [said],
+                     Effect(f"re-predicted with the GPUs' PCIe links at {factor:.2f} of their capacity",
+                            ctx.case, topology=_slower_pcie(factor)))]
+    if not _pcie_bound(ctx):
+        return []
+    why = ("the log does not show the PCIe links; check `nvidia-smi -q -d PCIE` (Link Width / Generation, current vs "
+           "max) or pass an NCCL_TOPO_DUMP_FILE dump with --topo")
     return [_hyp("pcie", f"{title} ({what})", NOT_SHOWN, [why],
-                 Effect(f"estimated: busbw x {factor:g} ({what}) at the bandwidth-dominated sizes",
-                        per_size=_pcie_estimate(ctx, factor)))
+                 Effect(f"re-predicted with the GPUs' PCIe links at {factor:g} of their capacity ({what})", ctx.case,
+                        topology=_slower_pcie(factor)))
             for factor, what in ((0.5, f"x8, or Gen{gen - 1} x16"), (0.25, "x4"))]
 
 

@@ -305,9 +305,10 @@ def _predict(case: LogCase, topo: Topology, row: ParsedRow, level: str) -> PerfR
                    res.time, res.algbw, res.busbw, choice.algorithm, choice.protocol, choice.channels, res.level)
 
 
-def score(case: LogCase, level: str = "flow") -> LogScore:
-    """Every comparable row of the log against fabricsim's prediction of the same size."""
-    topo = build(case.spec)
+def score(case: LogCase, level: str = "flow", topo: Topology | None = None) -> LogScore:
+    """Every comparable row of the log against fabricsim's prediction of the same size (on `topo`, a variant of
+    the case's cluster, where given; else on the cluster built from the case's spec)."""
+    topo = build(case.spec) if topo is None else topo
     predicted = [_predict(case, topo, r, level) for r in case.rows]
     return LogScore(case, tuple(compare_rows(list(case.rows), predicted, case.collective, len(case.ranks), PLACEMENT)))
 
