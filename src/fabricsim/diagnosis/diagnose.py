@@ -2,12 +2,15 @@
 
 The prediction is validation.logs' (`make_case` + `score`: the log's ranks, NCCL version and the NCCL environment it
 knows how to honour), so better predictions improve the doctor without changes here. Each rule's effect is computed
-once over every short size (a re-prediction of those sizes, or an estimate), then judged per range: a cause
-*explains* a range when the measurement lies within the threshold of the prediction with the cause applied, explains
-*part* of it when it closes at least a quarter of the gap (in log terms), *overshoots* when it predicts slower than
-measured. A cause is named when the log shows it and it explains all or part of the range (or overshoots), or when
-the log does not show it but it alone explains the range; a shown cause whose effect cannot be computed is named only
-where nothing else is.
+once over every size of the log (a re-prediction, or an estimate from a documented figure), then judged per range on
+the sizes it reaches: a cause *explains* them when the measurement lies within the threshold of the prediction with
+the cause applied (over the range, or over a run of at least 3 consecutive sizes and a quarter of it: a cause may act
+on one size regime), explains *part* when it closes at least a quarter of the gap (log terms), *overshoots* when it
+predicts slower than measured. A cause is named when the log shows it and it explains all or part of the sizes (or
+overshoots), or when the log does not show it but it explains them, or half the gap, and the rest of the log does not
+contradict it (a cause of the run would also slow sizes the prediction matched: two or more of them measured faster
+than it allows rule it out); such a cause is named only for sizes no shown cause reaches. A shown cause whose effect
+cannot be computed is named only where nothing else is.
 """
 
 from __future__ import annotations

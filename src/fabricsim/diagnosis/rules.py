@@ -10,6 +10,7 @@ algorithm) or, where no public knob exists, an estimate from a documented figure
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -281,8 +282,8 @@ def host_staged(ctx: Context) -> list[Hypothesis]:
     """GPU-to-GPU traffic through host memory: 'via SHM' channel lines, NCCL_P2P_DISABLE=1 or NCCL_P2P_LEVEL=LOC."""
     spec = ctx.spec
     title = "host-staged GPU-to-GPU path (SHM: P2P off or not possible)"
-    if len(ctx.case.ranks) < 2 or all(r // spec.gpus_per_node != ctx.case.ranks[0] // spec.gpus_per_node
-                                      for r in ctx.case.ranks[1:]):
+    per_node = Counter(r // spec.gpus_per_node for r in ctx.case.ranks)
+    if max(per_node.values()) < 2:
         return []  # one GPU per node: no intra-node transfer
     f = ctx.facts
     if not spec.p2p:
