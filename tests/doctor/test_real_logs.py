@@ -29,7 +29,7 @@ def diagnoses():
         text = (index.parent / e["log"]).read_text()
         out[e["id"]] = diagnose(text, e["log"], cluster=cluster_file(e["id"]), env=e.get("env") or {},
                                 collective=e["collective"], nccl_version=_version(e.get("nccl_version")),
-                                level="analytical")
+                                nranks=e["hardware"]["total_gpus"], level="analytical")
     return out
 
 

@@ -102,18 +102,21 @@ def read_facts(text: str, source: str, *, env: Mapping[str, str] | None = None, 
     given = _check_env(env or {})
     merged = {**info.env, **given}
     quote = None
+    version = info.version or log.nccl_version or ""
+    if info.lines.get("version"):
+        i, line = info.lines["version"][0]
+        quote = Quote(i, short(line))
+    elif version:
+        quote = next((Quote(i, line.strip()) for i, line in enumerate(text.splitlines(), 1)
+                      if "nccl-library=" in line or "NCCL version" in line), None)
     if nccl_version:
-        if not _VERSION.match(nccl_version):
+        m = _VERSION.match(nccl_version)
+        if not m:
             raise FabricsimError(f"--nccl-version {nccl_version!r}: give the release as MAJOR.MINOR[.PATCH], e.g. 2.21")
-        version = nccl_version.strip()
-    else:
-        version = info.version or log.nccl_version or ""
-        if info.lines.get("version"):
-            i, line = info.lines["version"][0]
-            quote = Quote(i, short(line))
-        elif version:
-            quote = next((Quote(i, line.strip()) for i, line in enumerate(text.splitlines(), 1)
-                          if "nccl-library=" in line or "NCCL version" in line), None)
+        if version and not version.startswith(f"{m.group(1)}.{m.group(2)}"):
+            raise FabricsimError(f"--nccl-version {nccl_version} but the log says NCCL {version}: drop --nccl-version")
+        if not version:
+            version = nccl_version.strip()
     facts = Facts(source, text, log, info, merged, tuple(sorted(given)), version, quote, tuple(machines))
     if ranks is not None:
         if ranks < 1:
