@@ -133,7 +133,6 @@ def _range_text(r: RangeDiagnosis, lines: list[str]) -> None:
         lines.append(f"    no cause reaches {len(r.unexplained)} of these sizes "
                      f"({_sizes(tuple(c.size_bytes for c in r.unexplained))})")
     rest = [f for f in r.findings if not f.named and not (f.state == "not shown" and f.verdict == "not computable")]
-    untested = [f for f in r.findings if f.state == "not shown" and f.verdict == "not computable"]
     if rest:
         lines.append("    also considered:")
         for f in rest[:_MAX_CONSIDERED]:
@@ -142,8 +141,6 @@ def _range_text(r: RangeDiagnosis, lines: list[str]) -> None:
             if f.verdict == "contradicted":
                 lines.append(f"        the run measured faster than it allows at {len(f.against)} other sizes "
                              f"({_sizes(f.against)})")
-    for f in untested:
-        lines.append(f"    not testable here: {f.title} ({f.how})")
 
 
 def text(d: Diagnosis) -> str:
@@ -194,6 +191,9 @@ def text(d: Diagnosis) -> str:
     if d.dips:
         lines.append(f"  one-off dips (short in one placement only, run-to-run variation): "
                      f"{', '.join(format_bytes(c.size_bytes) for c in d.dips)}")
+    untested = {f.title: f.how for r in d.short for f in r.findings if f.state == "not shown"
+                and f.verdict == "not computable"}
+    lines += [f"  not testable from this log: {title} ({how})" for title, how in untested.items()]
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
