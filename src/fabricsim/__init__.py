@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_API = ("Cluster", "CompareResult", "FabricsimError", "PerfResult", "TrainResult", "cluster", "compare", "perf",
-        "sizes", "train")
+_API = ("Cluster", "CompareResult", "FabricsimError", "PerfResult", "TrainResult", "cluster", "compare", "doctor",
+        "perf", "sizes", "train")
 __all__ = ["__version__", *_API]
 
 if TYPE_CHECKING:
     from fabricsim.api import (
-        Cluster, CompareResult, FabricsimError, PerfResult, TrainResult, cluster, compare, perf, sizes, train,
+        Cluster, CompareResult, FabricsimError, PerfResult, TrainResult, cluster, compare, doctor, perf, sizes, train,
     )
 
 

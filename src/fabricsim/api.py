@@ -5,7 +5,8 @@
     r.to_pandas()                                            # the nccl-tests figures, one row per size
 
 `cluster` builds a cluster and says which GPU ranks a run uses; `perf` predicts an nccl-tests sweep;
-`compare` scores a real nccl-tests log against the prediction; `train` times training steps. Each returns
+`compare` scores a real nccl-tests log against the prediction; `doctor` finds where a real log falls short of its
+hardware and ranks the likely causes; `train` times training steps. Each returns
 plain data (records, or a pandas DataFrame with the `fabricsim[pandas]` extra) and prints nothing; a
 `progress(done, total)` callback, where taken, is told how far a long run has got. Bad input raises
 `FabricsimError` with a message naming the problem and the fix.
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas
 
+    from fabricsim.diagnosis import Diagnosis
     from fabricsim.reports.compare import CompareRow, CompareSummary
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.nccltests_table import PerfRow
@@ -35,8 +37,8 @@ if TYPE_CHECKING:
     from fabricsim.training.step import StepResult
     from fabricsim.training.sweep import Exposure, Refused, Wall
 
-__all__ = ["Cluster", "CompareResult", "FabricsimError", "PerfResult", "TrainResult", "cluster", "compare", "perf",
-           "sizes", "train"]
+__all__ = ["Cluster", "CompareResult", "FabricsimError", "PerfResult", "TrainResult", "cluster", "compare", "doctor",
+           "perf", "sizes", "train"]
 
 Progress = Callable[[int, int], None]  # progress(done, total)
 Sizes = int | str | Iterable[int | str]
@@ -371,6 +373,42 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
             "gpus": c.n_gpus, "ranks": rank_ranges(c.ranks), "placement": placement, "cost_model": cost_model,
             "level": level_run or None}
     return CompareResult(tuple(rows), report.summarize(rows), tuple(skipped), meta, tuple(notes))
+
+
+def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None = None, *,
+           env: Mapping[str, str] | None = None, nccl_version: str | None = None, collective: str | None = None,
+           topo: Sequence[str | Path] = (), gpu: str | None = None, gpus: int | None = None,
+           threshold: float = 25.0, level: str = "flow") -> Diagnosis:
+    """Diagnose a real nccl-tests log: predict what its cluster should deliver (the log's NCCL version and the NCCL
+    environment fabricsim honours), find the size ranges that fall more than `threshold` % below, and rank the
+    likely causes with the log's lines as evidence.
+
+    `cluster` None infers the cluster from the log's NCCL INFO and device lines (and the `topo` dumps: NCCL topology
+    XML, nvidia-smi topo -m, ibstat, ibv_devinfo); a `Cluster` keeps its ranks. `env` adds NCCL variables the log
+    does not print (NCCL_P2P_DISABLE=1, ...); `nccl_version` where the log does not say; `gpu` (a catalog name)
+    where the log does not name it; `gpus` the run's rank count where the log does not print it (nccl-tests' -g 4
+    on an 8-GPU preset runs on its first 4). `fabricsim.diagnosis.report.text` / `json_doc` print the result."""
+    from fabricsim.diagnosis import diagnose
+    from fabricsim.importers import read_machine
+    from fabricsim.inputs import read_text
+
+    if level not in ("flow", "analytical"):
+        raise FabricsimError(f"unknown level '{level}': use 'flow' or 'analytical'")
+    path = Path(log)
+    text = read_text(path, "nccl-tests log")
+    machines = [read_machine(p) for p in topo]
+    ranks = None
+    target: str | Path | ClusterSpec | None
+    if isinstance(cluster, Cluster):
+        target, ranks = cluster.spec, [int(r) for r in cluster.ranks]
+    else:
+        target = cluster
+    try:
+        return diagnose(text, path.name, cluster=target, ranks=ranks, env=env, collective=collective,
+                        nccl_version=nccl_version, machines=machines, gpu=gpu, nranks=gpus,
+                        threshold=threshold / 100.0, level=level)
+    except FabricsimError as err:
+        raise FabricsimError(f"{path.name}: {err}") from None
 
 
 @dataclass(frozen=True, eq=False)

@@ -39,3 +39,8 @@ def with_progress() -> fs.PerfResult:
         return fs.perf("dgx-h100", "all_gather", ["8M", 1 << 30], progress=progress)
     except fs.FabricsimError as err:
         raise SystemExit(str(err)) from None
+
+
+def named_causes(log: str) -> list[str]:
+    d = fs.doctor(log, fs.cluster("dgx-h100", gpus=4), env={"NCCL_P2P_DISABLE": "1"}, threshold=25.0)
+    return [f"{r.range.lo}-{r.range.hi}: {c.title}" for r in d.short for c in r.causes] + [d.text()]

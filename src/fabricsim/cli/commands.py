@@ -7,6 +7,7 @@ from __future__ import annotations
 
 COMMANDS: dict[str, str] = {
     "compare": "fabricsim.cli.compare:compare",
+    "doctor": "fabricsim.cli.doctor:doctor",
     "nccl-tests": "fabricsim.cli.nccltests:nccl_tests",
     "perf": "fabricsim.cli.perf:perf",
     "schema": "fabricsim.cli.schema:schema",

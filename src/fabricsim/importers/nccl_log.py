@@ -12,12 +12,18 @@ nccl-tests' `#  Rank N ... on HOST device D [BUS] NAME` lines, src/common.cu):
   (`Ring 00 : 3 -> 10 [send] via ...` before 2.5)
 - `NVLS multicast support is (not) available on dev D`
 - `24 coll channels, 0 collnet channels, 16 nvls channels, 32 p2p channels, 32 p2p channels per peer`
-Other lines are skipped. Several communicators (a training job) are read as the largest one.
+- `NCCL_BUFFSIZE set by environment to 8388608.` (src/misc/param.cc), `Connected all rings, use ring PXN 0 GDR 1`
+  (2.19+, src/init.cc), `NET/OFI Internode latency set at 75.0 us` (aws-ofi-nccl), `Using tuner plugin: ...` /
+  `... using internal tuner instead.` (src/plugin/tuner.cc), and NCCL_DEBUG_SUBSYS=TUNING's
+  `262144 Bytes -> Algo 0 proto 1 time 54.7` (NCCL_ALGO_* / NCCL_PROTO_* numbers, src/include/nccl_common.h)
+Other lines are skipped. Several communicators (a training job) are read as the largest one. `scan` keeps, for
+each kind of fact, the first lines that said it (number and text), for reports that quote their evidence.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
@@ -37,6 +43,15 @@ _VIA = re.compile(r"^(?:Channel|Ring) \d+(?:/\d+)? : (\d+)(?:\[\d+\])? -> (\d+)(
 _NVLS = re.compile(r"NVLS multicast support is (not )?available on dev (\d+)")
 _CHANNELS = re.compile(r"(\d+) coll channels, (?:(\d+) collnet channels, )?")
 _NVLS_CHANNELS = re.compile(r"(\d+) nvls channels")
+_NET_VIA = re.compile(r"^NET/(?P<net>[^/]+)/(?P<dev>\d+)")  # 'NET/IB/0/GDRDMA', 'NET/AWS Libfabric/5', 'NET/IB/1(7)/GDRDMA'
+_ENV = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (.*?)\.?\s*$")
+_RING_GDR = re.compile(r"Connected all rings, use ring PXN (\d) GDR (\d)")
+_OFI_LATENCY = re.compile(r"NET/OFI Internode latency set at ([0-9.]+) us")
+_TUNING = re.compile(r"^(?:(\w+): )?(\d+) Bytes -> Algo (\w+) proto (\w+)")
+# NCCL_ALGO_* and NCCL_PROTO_* numbers (src/include/nccl_common.h, 2.19+), as TUNING lines print them.
+NCCL_ALGO_IDS = {0: "Tree", 1: "Ring", 2: "CollNetDirect", 3: "CollNetChain", 4: "NVLS", 5: "NVLSTree", 6: "PAT"}
+NCCL_PROTO_IDS = {0: "LL", 1: "LL128", 2: "Simple"}
+_KEEP_LINES = 3  # lines kept per kind of fact
 _DEVICE = re.compile(r"^#\s*Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^\]]*\]\s+(.+?)\s*$")
 
 
@@ -44,29 +59,68 @@ def _fail(i: int, line: str, what: str) -> FabricsimError:
     return FabricsimError(f"line {i}: {what}: '{line.strip()[:100]}'; give the unedited NCCL_DEBUG=INFO log")
 
 
-class _Log:
-    def __init__(self) -> None:
-        self.version = ""
-        self.comms: dict[int, dict] = {}  # nRanks -> {nodes, local, mnnvl}
-        self.hosts: set[str] = set()
-        self.ib: dict[str, tuple[str, bool]] = {}  # name -> (layer, sharp)
-        self.socket = False
-        self.network = ""
-        self.ofi: tuple[str, int] | None = None
-        self.ofi_groups: dict[int, dict[int, str]] = {}  # group -> device # -> bus id (every rank prints them)
-        self.net_via: list[str] = []
-        self.local_via: list[str] = []
-        self.nvls: list[bool] = []
-        self.nvls_channels: list[int] = []
-        self.coll: list[int] = []
-        self.collnet: list[int] = []
-        self.devices: dict[int, tuple[str, int, str]] = {}  # rank -> (host, device, GPU name)
+@dataclass
+class InfoLog:
+    """What the NCCL INFO lines (and nccl-tests' device lines) of a log say, as read; `lines` holds, per kind of
+    fact ('version', 'comm', 'net', 'net_gdr', 'net_host', 'local_p2p', 'local_shm', 'nvls', 'nvls_not', 'channels',
+    'env:NCCL_X', 'ring_gdr', 'tuner', 'tuning', ...),
+    the first lines that said it as (line number, text without MPI prefixes)."""
+
+    version: str = ""
+    comms: dict[int, dict] = field(default_factory=dict)  # nRanks -> {nodes, local, mnnvl}
+    hosts: set[str] = field(default_factory=set)
+    ib: dict[str, tuple[str, bool]] = field(default_factory=dict)  # name -> (layer, sharp)
+    socket: bool = False
+    network: str = ""
+    ofi: tuple[str, int] | None = None
+    ofi_groups: dict[int, dict[int, str]] = field(default_factory=dict)  # group -> device # -> bus id
+    net_via: list[str] = field(default_factory=list)
+    net_devs: dict[str, set[int]] = field(default_factory=dict)  # net name ('IB', 'AWS Libfabric') -> devices used
+    local_via: list[str] = field(default_factory=list)
+    nvls: list[bool] = field(default_factory=list)
+    nvls_channels: list[int] = field(default_factory=list)
+    coll: list[int] = field(default_factory=list)
+    collnet: list[int] = field(default_factory=list)
+    devices: dict[int, tuple[str, int, str]] = field(default_factory=dict)  # rank -> (host, device, GPU name)
+    env: dict[str, str] = field(default_factory=dict)  # NCCL_* -> value, from 'set by environment' lines
+    ring_gdr: list[bool] = field(default_factory=list)  # 'Connected all rings, use ring PXN p GDR g' lines
+    plugin_latency_us: float | None = None  # aws-ofi-nccl's internode latency, a tuning input
+    tuner_plugin: bool | None = None  # True: a tuner plugin loaded; False: NCCL fell back to its internal tuner
+    tuning: dict[tuple[str, int], tuple[str, str]] = field(default_factory=dict)  # (function, bytes) -> (algo, proto)
+    info_lines: int = 0
+    lines: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+
+    def said(self, kind: str, i: int, line: str) -> None:
+        """Keep line `i` as evidence of a fact of this kind (the first few of each kind)."""
+        kept = self.lines.setdefault(kind, [])
+        if len(kept) < _KEEP_LINES and all(n != i for n, _ in kept):
+            kept.append((i, line))
 
 
-def _info(log: _Log, i: int, line: str, host: str, msg: str) -> None:
+def _info(log: InfoLog, i: int, line: str, host: str, msg: str) -> None:
     log.hosts.add(host)
-    if (m := _VERSION.search(msg)):
+    log.info_lines += 1
+    if (m := _ENV.match(msg)):
+        log.env.setdefault(m.group(1), m.group(2).strip())
+        log.said("env:" + m.group(1), i, line)
+    elif (m := _RING_GDR.search(msg)):
+        log.ring_gdr.append(m.group(2) == "1")
+        log.said("ring_gdr", i, line)
+    elif (m := _OFI_LATENCY.search(msg)):
+        log.plugin_latency_us = float(m.group(1))
+        log.said("plugin_latency", i, line)
+    elif msg.startswith(("Using tuner plugin", "TUNER/Plugin: Using")) or "using internal tuner instead" in msg:
+        log.tuner_plugin = "internal tuner" not in msg
+        log.said("tuner", i, line)
+    elif (m := _TUNING.match(msg)):
+        algo, proto = m.group(3), m.group(4)
+        algo = NCCL_ALGO_IDS.get(int(algo), algo) if algo.isdigit() else algo
+        proto = NCCL_PROTO_IDS.get(int(proto), proto) if proto.isdigit() else proto
+        log.tuning.setdefault((m.group(1) or "", int(m.group(2))), (algo, proto))
+        log.said("tuning", i, line)
+    elif (m := _VERSION.search(msg)):
         log.version = log.version or m.group(1)
+        log.said("version", i, line)
     elif "nRanks" in msg and msg.startswith("comm "):
         m = _COMM.search(msg)
         if not m:
@@ -74,9 +128,12 @@ def _info(log: _Log, i: int, line: str, host: str, msg: str) -> None:
         n = int(m.group(2))
         log.comms[n] = {"nodes": int(m.group(3)), "local": int(m.group(4)),
                         "mnnvl": None if m.group(6) is None else m.group(6) == "1"}
+        log.said("comm", i, line)
     elif (m := _COMM_OLD.search(msg)):
         log.comms.setdefault(int(m.group(2)), {"nodes": 0, "local": 0, "mnnvl": None})
+        log.said("comm_old", i, line)
     elif msg.startswith("NET/IB : Using"):
+        log.said("net", i, line)
         found = _IB_USING.findall(msg)
         if not found and "No device" not in msg:
             raise _fail(i, line, "a 'NET/IB : Using' line without devices like [0]mlx5_0:1/IB")
@@ -84,46 +141,67 @@ def _info(log: _Log, i: int, line: str, host: str, msg: str) -> None:
             log.ib[name if port == "1" else f"{name}:{port}"] = (layer, bool(sharp))
     elif msg.startswith("NET/Socket : Using"):
         log.socket = True
+        log.said("net", i, line)
     elif msg.startswith("Using network "):
         log.network = msg.removeprefix("Using network ").strip()
+        log.said("network", i, line)
     elif (m := _OFI.search(msg)):
         log.ofi = (m.group(1), int(m.group(2)))
+        log.said("net", i, line)
     elif (m := _OFI_GROUP.search(msg)):
         log.ofi_groups.setdefault(int(m.group(1)), {})[int(m.group(2))] = m.group(3).lower()
+        log.said("nic_group", i, line)
     elif msg.startswith(("Channel ", "Ring ")) and " via " in msg:
         m = _VIA.match(msg)
         if not m:
             raise _fail(i, line, "a channel connection line not like 'Channel 00/0 : 0[0] -> 1[1] via P2P/IPC'")
-        (log.net_via if m.group(4).startswith("NET/") else log.local_via).append(m.group(4))
+        via = m.group(4)
+        if via.startswith("NET/"):
+            log.net_via.append(via)
+            if (d := _NET_VIA.match(via)):
+                log.net_devs.setdefault(d.group("net"), set()).add(int(d.group("dev")))
+            log.said("net_gdr" if "/GDRDMA" in via else "net_host", i, line)
+        else:
+            log.local_via.append(via)
+            log.said("local_" + via.split("/")[0].lower(), i, line)
     elif (m := _NVLS.search(msg)):
         log.nvls.append(m.group(1) is None)
+        log.said("nvls" if m.group(1) is None else "nvls_not", i, line)
     elif "coll channels" in msg:
         m = _CHANNELS.search(msg)
         if not m:
             raise _fail(i, line, "a 'coll channels' line without a channel count")
         log.coll.append(int(m.group(1)))
+        log.said("channels", i, line)
         if m.group(2) is not None:
             log.collnet.append(int(m.group(2)))
         if (m := _NVLS_CHANNELS.search(msg)):
             log.nvls_channels.append(int(m.group(1)))
 
 
-def parse(text: str, source: str) -> Machine:
-    """What an NCCL_DEBUG=INFO log says about the machine and the job."""
-    log = _Log()
-    seen_info = False
+def scan(text: str) -> InfoLog:
+    """Every fact the NCCL INFO lines and nccl-tests' '#  Rank' device lines of a log state (none is an empty
+    InfoLog: an nccl-tests log without NCCL_DEBUG=INFO); a malformed line NCCL would print whole is an error."""
+    log = InfoLog()
     for i, raw in enumerate(text.splitlines(), 1):
         line = _MPI_TAG.sub("", raw, count=1).rstrip()
         if (m := _INFO.match(line)):
-            seen_info = True
             _info(log, i, line, m.group("host"), m.group("msg"))
         elif (m := _DEVICE.match(line.lstrip())):
             log.devices[int(m.group(1))] = (m.group(2), int(m.group(3)), m.group(4))
+            log.said("device", i, line)
         elif (m := _VERSION.search(line)) and not log.version:
             log.version = m.group(1)  # rank 0 prints 'NCCL version ...' without the INFO prefix
-    if not seen_info:
+            log.said("version", i, line)
+    return log
+
+
+def parse(text: str, source: str) -> Machine:
+    """What an NCCL_DEBUG=INFO log says about the machine and the job."""
+    log = scan(text)
+    if not log.info_lines:
         raise FabricsimError("no 'NCCL INFO' lines: run with NCCL_DEBUG=INFO and give the whole log")
-    return _machine(log, source)
+    return machine(log, source)
 
 
 def _gpu_model(name: str, notes: list[str], source: str) -> str:
@@ -134,7 +212,8 @@ def _gpu_model(name: str, notes: list[str], source: str) -> str:
         return ""
 
 
-def _machine(log: _Log, source: str) -> Machine:
+def machine(log: InfoLog, source: str) -> Machine:
+    """The neutral Machine of what a scanned log states."""
     notes: list[str] = []
     ranks = max(log.comms) if log.comms else (max(log.devices) + 1 if log.devices else 0)
     comm = log.comms.get(ranks, {"nodes": 0, "local": 0, "mnnvl": None})
@@ -142,7 +221,7 @@ def _machine(log: _Log, source: str) -> Machine:
         notes.append(f"{source}: {len(log.comms)} communicator sizes ({', '.join(map(str, sorted(log.comms)))} ranks); "
                      f"read as the largest, {ranks} ranks")
     dev_hosts = [h for h, _, _ in (log.devices[r] for r in sorted(log.devices))]
-    nodes = comm["nodes"] or len(set(dev_hosts)) or 0
+    nodes = comm["nodes"] or len(set(dev_hosts)) or len(log.hosts)  # hosts: the INFO lines' host names
     local = comm["local"] or (ranks // nodes if nodes else 0)
     gpus: tuple[Gpu, ...] = ()
     if local:

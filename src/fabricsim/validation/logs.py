@@ -25,7 +25,7 @@ from fabricsim.calibration_data import default_path
 from fabricsim.engine.protocols import SIMPLE_BUFFSIZE
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.compare import CompareRow, comparable, compare_rows
-from fabricsim.reports.nccltests_log import ParsedRow, parse_nccl_tests
+from fabricsim.reports.nccltests_log import ParsedLog, ParsedRow, parse_nccl_tests
 from fabricsim.reports.nccltests_table import DTYPE_SIZES, PerfRow
 from fabricsim.schedules.layout import COLLECTIVES
 from fabricsim.topology import build, load_spec
@@ -272,12 +272,22 @@ def case_for(entry: dict, logs_dir: Path) -> LogCase:
     for what, count in (("the log", log.nranks), ("field 'hardware.total_gpus'", entry["hardware"].get("total_gpus"))):
         if count is not None and count != len(ranks):
             raise FabricsimError(f"{what} says {count} ranks but nodes x gpus_per_node is {len(ranks)}: fix the index")
+    return make_case(log_id, log, spec, ranks, collective, field(entry, "env", "object", {}),
+                     _version(log.nccl_version) or _version(entry.get("nccl_version")), text=text,
+                     family=field(entry, "family", "text"), trust=field(entry, "trust", "text", "high"),
+                     gaps=spec_gaps(path.read_text()))
+
+
+def make_case(log_id: str, log: ParsedLog, spec: ClusterSpec, ranks: tuple[int, ...], collective: str, env: dict,
+              nccl_version: tuple[int, int] | None, *, text: str = "", family: str = "", trust: str = "high",
+              gaps: tuple[str, ...] = ()) -> LogCase:
+    """A parsed log ready to predict on `spec` over `ranks`, its NCCL environment applied as `ENV` says (`text`:
+    the log's text, which some variables' effect depends on, e.g. a tuner plugin that did not load)."""
     run = _Setup(spec, collective, text)
-    env = _environment(run, field(entry, "env", "object", {}))
+    applied = _environment(run, env)
     kept, skipped = comparable(log.rows, PLACEMENT)
-    return LogCase(log_id, field(entry, "family", "text"), collective, field(entry, "trust", "text", "high"), run.spec,
-                   ranks, _version(log.nccl_version) or _version(entry.get("nccl_version")), run.algos, run.protos, env,
-                   spec_gaps(path.read_text()), tuple(kept), tuple(skipped))
+    return LogCase(log_id, family, collective, trust, run.spec, ranks, nccl_version, run.algos, run.protos, applied,
+                   gaps, tuple(kept), tuple(skipped))
 
 
 def _predict(case: LogCase, topo: Topology, row: ParsedRow, level: str) -> PerfRow:
@@ -295,9 +305,10 @@ def _predict(case: LogCase, topo: Topology, row: ParsedRow, level: str) -> PerfR
                    res.time, res.algbw, res.busbw, choice.algorithm, choice.protocol, choice.channels, res.level)
 
 
-def score(case: LogCase, level: str = "flow") -> LogScore:
-    """Every comparable row of the log against fabricsim's prediction of the same size."""
-    topo = build(case.spec)
+def score(case: LogCase, level: str = "flow", topo: Topology | None = None) -> LogScore:
+    """Every comparable row of the log against fabricsim's prediction of the same size (on `topo`, a variant of
+    the case's cluster, where given; else on the cluster built from the case's spec)."""
+    topo = build(case.spec) if topo is None else topo
     predicted = [_predict(case, topo, r, level) for r in case.rows]
     return LogScore(case, tuple(compare_rows(list(case.rows), predicted, case.collective, len(case.ranks), PLACEMENT)))
 

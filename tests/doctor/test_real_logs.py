@@ -1,0 +1,74 @@
+"""The doctor over the calibration set's 16 real nccl-tests logs (found through fabricsim.calibration_data), each on
+its validation cluster file with the environment, collective and NCCL version its index entry records: a log that
+falls more than 25% below the prediction overall gets a named cause, and a log that matches gets none it guesses."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fabricsim.diagnosis import diagnose, report
+from fabricsim.validation.calibration import LogEntry, load_rows
+from fabricsim.validation.logs import cluster_file, default_index
+from tests.conftest import REPORTS
+
+needs_data = pytest.mark.skipif(not default_index().is_file(), reason=f"calibration logs not found at {default_index()}")
+
+
+def _version(text) -> str | None:
+    m = re.match(r"\s*(\d+\.\d+(?:\.\d+)?)", text or "")
+    return m.group(1) if m else None
+
+
+@pytest.fixture(scope="module")
+def diagnoses():
+    index = default_index()
+    out = {}
+    for e in sorted(load_rows(index, LogEntry), key=lambda e: e["id"]):
+        text = (index.parent / e["log"]).read_text()
+        out[e["id"]] = diagnose(text, e["log"], cluster=cluster_file(e["id"]), env=e.get("env") or {},
+                                collective=e["collective"], nccl_version=_version(e.get("nccl_version")),
+                                nranks=e["hardware"]["total_gpus"], level="analytical")
+    return out
+
+
+def _short_overall(d) -> bool:
+    """validation.logs' view of a log: the median over busbw at >= 1 MiB or time at <= 64 KiB below 0.75x."""
+    return any(v is not None and v < 1.0 - d.threshold for v in report.bands(d).values())
+
+
+def _row(lid: str, d) -> str:
+    b = report.bands(d)
+    band = " ".join(f"{v:5.2f}" if v is not None else "    -" for v in (b["large"], b["small"]))
+    ranges = "; ".join(f"{report._span(r.range)}: " + (", ".join(f"{c.rule}[{c.state}]" for c in r.causes) or "none")
+                       for r in d.short) or "-"
+    return f"{lid:<30} {d.verdict:<8} {band}  {ranges}"
+
+
+@needs_data
+def test_every_short_log_gets_a_cause_and_matching_logs_no_guess(diagnoses):
+    assert len(diagnoses) == 16
+    REPORTS.append("fabricsim doctor on the calibration logs (analytical level): verdict, median measured/predicted "
+                   "busbw >= 1 MiB and time <= 64 KiB, causes per short range\n"
+                   + "\n".join(_row(lid, d) for lid, d in diagnoses.items()))
+    for lid, d in diagnoses.items():
+        if _short_overall(d):
+            assert d.causes, f"{lid} falls short overall but the doctor names no cause"
+        else:
+            assert all(c.state == "shown" for c in d.causes), f"{lid} matches overall; a cause it does not show was named"
+        if d.verdict == "matches":
+            assert not d.causes
+
+
+@needs_data
+def test_the_known_causes_are_found(diagnoses):
+    for lid in ("aws-p5-16gpu-ar-a", "aws-p5-16gpu-ar-b"):
+        top = diagnoses[lid].short[0].causes[0]
+        assert (top.rule, top.state) == ("transport", "shown") and "EFA" in top.title
+    tcpx = diagnoses["dstack-gcp-a3high-16gpu-ag"].short[0].causes[0]
+    assert tcpx.rule == "transport" and "TCPX" in tcpx.title
+    for lid in ("dgxa100-4gpu-ar", "dgxh100-4gpu-ar"):
+        assert diagnoses[lid].verdict == "matches"
+    host = [f for f in diagnoses["dgxa100-4gpu-ar-p2p-off"].short[0].findings if f.rule == "host"]
+    assert host and host[0].state == "in the prediction"  # NCCL_P2P_DISABLE=1 from the index, applied
