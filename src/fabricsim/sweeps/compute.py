@@ -119,7 +119,7 @@ def predict_point(spec: Any, first: int | None, options: dict) -> tuple[Any, Any
     import numpy as np
 
     from fabricsim import vocab
-    from fabricsim.reports.sweep import check_options, predict
+    from fabricsim.reports.sweep import check_options, forced_notes, predict
 
     topo = topology_of(spec)
     ranks = np.arange(first if first is not None else topo.n_gpus, dtype=np.int32)
@@ -128,6 +128,7 @@ def predict_point(spec: Any, first: int | None, options: dict) -> tuple[Any, Any
                           level=options["level"], cost_model=options["cost_model"], library=options["library"])
     algos, protos = (sel.spec().split(",") if sel else None for sel in
                      (vocab.parse_algorithms(options["algo"], coll), vocab.parse_protocols(options["proto"], coll)))
+    forced_notes(topo, ranks, coll, algos)  # raises where a forced algorithm needs hardware the cluster lacks
     [point] = predict(topo, ranks, coll, [options["size"]], dtype=options["dtype"], redop=options["op"],
                       root=options["root"], algos=algos, protos=protos, level=level or "flow",
                       library=options["library"], cost_model=options["cost_model"])

@@ -50,8 +50,14 @@ def pool(tasks: Sequence[dict], workers: int) -> Results:
         try:
             while (queue and not broken) or running:
                 while queue and not broken and len(running) < IN_FLIGHT_PER_WORKER * workers:
-                    i = queue.popleft()
-                    running[executor.submit(run_task, tasks[i])] = i
+                    try:
+                        running[executor.submit(run_task, tasks[queue[0]])] = queue[0]
+                    except BrokenProcessPool:  # a worker died since the last wait: submit to the next pool
+                        broken = True
+                        break
+                    queue.popleft()
+                if not running:
+                    break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
                     i = running.pop(future)

@@ -57,7 +57,7 @@ def schema() -> type:
     """The `SweepSpec` Struct: name, cluster, one optional section per compute kind, axes, zip, exclude."""
     sections = [(name, _section(name) | None, None) for name, k in KINDS.items()
                 if k.stage == "compute" and not k.not_yet]
-    values = Annotated[list[Any], Meta(min_length=1, description="the values this axis takes")]
+    values = Annotated[list[Any], Meta(description="the values this axis takes")]
     return msgspec.defstruct("SweepSpec", [
         ("name", Annotated[str, Meta(description="printed in reports (default: the file's name)")], ""),
         ("cluster", Annotated[str, Meta(min_length=1, description="base cluster: a preset (fabricsim topo list) or "
