@@ -192,8 +192,9 @@ def _labels(df, columns: list[str]) -> list[str]:
 
 
 def _value(v: Any) -> str:
+    """A config value as a label shows it (a whole number held as a float, where a column has gaps, as a whole)."""
     if isinstance(v, float):
-        return "-" if math.isnan(v) else f"{v:g}"
+        return "-" if math.isnan(v) else str(int(v)) if v.is_integer() else f"{v:g}"
     return "-" if v is None else str(v)
 
 
@@ -283,6 +284,7 @@ def _failures(ok, go):
         return None
     metric = {"perf": "busbw_GBps", "train": "tokens_per_s"}
     fig = go.Figure()
+    ok = ok[ok[faults].notna().any(axis=1)]  # rows of results that have fault settings
     for kind, group in ok.groupby("kind", sort=True):
         if kind not in metric or metric[kind] not in group:
             continue
