@@ -3,6 +3,8 @@ written one row per point to a Parquet or CSV file; a rerun computes only the po
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from fabricsim.cli.progress import progress_bar
@@ -28,9 +30,13 @@ def sweep(sweep_file, output, fmt, use_ray, workers, retry_failed):
         progress = (lambda done, total, failed: bar(done, total, f"failed={failed}")) if bar is not None else None
         result = api.sweep(sweep_file, output, format=fmt, ray=use_ray, workers=workers, retry_failed=retry_failed,
                            progress=progress)
-    where = f"Ray ({result.workers} CPUs asked)" if result.backend == "ray" else f"a local pool of {result.workers} workers"
-    click.echo(f"{result.name}: {result.total:,} points: {result.computed:,} computed, {result.resumed:,} already done, "
-               f"{result.failed:,} failed; {result.seconds:.1f} s on {where} "
+    if result.backend == "pool":
+        where = f"a local pool of {result.workers} workers"
+    else:
+        address = os.environ.get("RAY_ADDRESS")
+        where = f"the Ray cluster at {address}" if address else f"a local Ray of {result.workers} CPUs"
+    click.echo(f"{result.name}: {result.total:,} points: {result.computed:,} computed, {result.resumed:,} already "
+               f"done, {result.failed:,} failed; {result.seconds:.1f} s on {where} "
                f"({result.points_per_s:.1f} points/s) -> {result.output}")
     for key, error in result.failures:
         click.echo(f"note: point {key} failed: {error}", err=True)

@@ -238,7 +238,8 @@ def _algorithms(perf, go):
     if perf.empty:
         return None
     label_cols = _varying(perf, ["perf.size"])
-    perf = perf.assign(_label=_labels(perf, label_cols), _pick=perf["algo"].astype(str) + "/" + perf["proto"].astype(str))
+    picks = perf["algo"].astype(str) + "/" + perf["proto"].astype(str)
+    perf = perf.assign(_label=_labels(perf, label_cols), _pick=picks)
     fig = go.Figure()
     for pick, group in perf.groupby("_pick", sort=True):
         hover = [f"{esc(label)}<br>{esc(_size_text(s))}: {esc(pick)}" for label, s in zip(group["_label"],

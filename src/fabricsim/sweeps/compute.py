@@ -82,7 +82,8 @@ def resolve(base: dict, settings: dict) -> tuple[Any, int | None]:
         if gpus < unit:
             nodes, first = unit // spec.gpus_per_node, gpus
         elif gpus % unit:
-            raise FabricsimError(f"cluster.gpus {gpus} is not whole {'racks' if unit > spec.gpus_per_node else 'nodes'} "
+            whole = "racks" if unit > spec.gpus_per_node else "nodes"
+            raise FabricsimError(f"cluster.gpus {gpus} is not whole {whole} "
                                  f"of {unit} GPUs (and fewer than {unit} run on part of one): use a multiple of {unit}")
         else:
             nodes = gpus // spec.gpus_per_node

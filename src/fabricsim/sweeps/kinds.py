@@ -85,7 +85,7 @@ def _train_options() -> dict[str, Any]:
                "search": bool}
     out: dict[str, Any] = {}
     for name in OPTIONS:
-        if name in ("cluster", "gpus", "compare"):  # the cluster and its GPUs come from the point; variants: cluster axes
+        if name in ("cluster", "gpus", "compare"):  # the point gives the cluster and its GPUs; variants: cluster axes
             continue
         typ = special.get(name) or hints[FIELD_OF.get(name, name)]
         out[name] = typ if name in special or type(None) in typing.get_args(typ) else typ | None
