@@ -208,7 +208,7 @@ def read_rows(path: str | Path, columns: Mapping[str, str] | None = None) -> lis
     p = Path(path)
     if not p.is_file():
         raise FabricsimError(f"results file {p} does not exist: give the file `fabricsim sweep` wrote (-o)")
-    if format_of(p, None) == "csv" and p.suffix.lower() == ".csv":
+    if format_of(p, None) == "csv":
         return _read_csv(p, columns or {})
     pq = _pyarrow().parquet
     try:

@@ -127,9 +127,9 @@ def kind(name: str, where: str) -> Kind:
     """The kind an axis or section names; unknown and not-yet kinds are a FabricsimError at `where`."""
     k = KINDS.get(name)
     if k is None:
-        ready = [n for n, v in KINDS.items() if not v.not_yet]
+        ready = [f"{n} ({v.doc})" for n, v in KINDS.items() if not v.not_yet]
         raise FabricsimError(f"{where}: '{name}' is not a kind of setting: axes are named kind.option with kind one of "
-                             f"{', '.join(ready)}")
+                             f"{'; '.join(ready)}")
     if k.not_yet:
         raise FabricsimError(f"{where}: {k.not_yet}")
     return k
