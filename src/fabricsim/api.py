@@ -6,7 +6,8 @@
 
 `cluster` builds a cluster and says which GPU ranks a run uses; `perf` predicts an nccl-tests sweep;
 `compare` scores a real nccl-tests log against the prediction; `doctor` finds where a real log falls short of its
-hardware and ranks the likely causes; `train` times training steps. Each returns
+hardware and ranks the likely causes; `train` times training steps; `sweep` runs a sweep file's design space into a
+results file and `report` draws results as an HTML page. Each returns
 plain data (records, or a pandas DataFrame with the `fabricsim[pandas]` extra) and prints nothing; a
 `progress(done, total)` callback, where taken, is told how far a long run has got. Bad input raises
 `FabricsimError` with a message naming the problem and the fix.
@@ -37,10 +38,11 @@ if TYPE_CHECKING:
     from fabricsim.training.step import StepResult
     from fabricsim.training.sweep import Exposure, Refused, Wall
 
-__all__ = ["Cluster", "CompareResult", "FabricsimError", "PerfResult", "TrainResult", "cluster", "compare", "doctor",
-           "perf", "sizes", "train"]
+__all__ = ["Cluster", "CompareResult", "FabricsimError", "PerfResult", "SweepResult", "TrainResult", "cluster",
+           "compare", "doctor", "perf", "report", "sizes", "sweep", "train"]
 
 Progress = Callable[[int, int], None]  # progress(done, total)
+SweepProgress = Callable[[int, int, int], None]  # progress(points done, points in all, points failed)
 Sizes = int | str | Iterable[int | str]
 
 
@@ -251,6 +253,32 @@ class PerfResult:
         points = [Point(r, p) for r, p in zip(self.rows, self.picks)]
         return explain(self.cluster.topology, self.cluster.ranks, self.collective, points, self.algo, self.proto)
 
+    def report(self, path: str | Path, title: str | None = None) -> Path:
+        """Write the HTML report of this run (busbw and the algorithm per size, the largest simulated size's link
+        utilisation, the table) to `path` (needs the `fabricsim[report]` extra)."""
+        from fabricsim.reports import html_report
+        from fabricsim.reports.run_rows import perf_rows
+
+        html_report.check_available()
+        c, first = self.cluster, self.rows[0]
+        options = {"collective": self.collective, "dtype": first.dtype, "op": first.redop, "root": first.root,
+                   "algo": ",".join(self.algo) if self.algo else None,
+                   "proto": ",".join(self.proto) if self.proto else None, "level": self.level or None,
+                   "cost_model": self.cost_model, "library": self.library}
+        rows = perf_rows(c.name, c.spec, c.n_gpus, options, self.to_records())
+        simulated = [(r, p) for r, p in zip(self.rows, self.picks) if p is not None and hasattr(p, "result")]
+        links = None
+        if simulated:
+            from fabricsim.units import format_bytes
+
+            row, pick = simulated[-1]
+            links = html_report.link_view(c.topology, pick.result.link_util,
+                                          f"{self.collective} {format_bytes(row.size_bytes)} on {c.name}, "
+                                          f"{c.n_gpus:,} GPUs ({pick.algorithm}/{pick.protocol})")
+        page = html_report.build(rows, title or f"fabricsim perf {self.collective} on {c.name}", links=links)
+        html_report.write(path, page)
+        return Path(path)
+
     def __repr__(self) -> str:
         from fabricsim.units import format_bytes
 
@@ -316,6 +344,18 @@ class CompareResult:
         from fabricsim.reports.compare import figure
 
         return figure(list(self.rows), self.title())
+
+    def report(self, path: str | Path, title: str | None = None) -> Path:
+        """Write the HTML report of this comparison (measured and predicted busbw per size, the table) to `path`
+        (needs the `fabricsim[report]` extra)."""
+        from fabricsim.reports import html_report
+        from fabricsim.reports.run_rows import compare_rows
+
+        html_report.check_available()
+        m = self.meta
+        rows = compare_rows(m["cluster"], None, m["gpus"], m["collective"], self.to_records())
+        html_report.write(path, html_report.build(rows, title or self.title().replace("\n", ": ")))
+        return Path(path)
 
     def title(self) -> str:
         """'all_reduce on dgx-h100 (80 GPUs): nccl-tests log vs prediction (cost model fabricsim, ...)'."""
@@ -448,6 +488,17 @@ class TrainResult:
 
         return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {VARIANTS[label][0]}")
 
+    def report(self, path: str | Path, title: str | None = None) -> Path:
+        """Write the HTML report of this run (tokens/s per GPU and MFU against GPUs per variant, the table) to `path`
+        (needs the `fabricsim[report]` extra)."""
+        from fabricsim.reports import html_report
+        from fabricsim.reports.run_rows import train_rows
+
+        html_report.check_available()
+        rows = train_rows(self.cluster, self.to_records())
+        html_report.write(path, html_report.build(rows, title or f"fabricsim train {self.title()}"))
+        return Path(path)
+
     def figure(self) -> Any:
         """tokens/s and MFU against the counts run, per variant: a matplotlib Figure (needs `fabricsim[plot]`)."""
         from fabricsim.reports.training_plot import figure
@@ -488,6 +539,82 @@ def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | Cluster
                         efficiency=efficiency, seq=seq, progress=progress, **given)
     return TrainResult(sweep.model, sweep.cluster, {k: tuple(v) for k, v in sweep.runs.items()}, dict(sweep.walls),
                        {k: tuple(v) for k, v in sweep.exposures.items()}, dict(sweep.failed), tuple(sweep.warnings))
+
+
+@dataclass(frozen=True, eq=False)
+class SweepResult:
+    """What `sweep` did: the results file and its format, points in all, computed in this call, found finished
+    from an earlier run, failed (with the first few errors, (key, error)), where it ran and how long it took."""
+
+    name: str
+    output: Path
+    format: str
+    total: int
+    computed: int
+    resumed: int
+    failed: int
+    failures: tuple[tuple[str, str], ...]
+    backend: str  # 'pool' or 'ray'
+    workers: int
+    seconds: float
+
+    @property
+    def points_per_s(self) -> float:
+        """Points computed per second of this call."""
+        return self.computed / self.seconds if self.seconds > 0 else 0.0
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """The results file's rows, one dict per point in sweep order."""
+        from fabricsim.sweeps.reporting import read
+
+        return read([self.output])
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The results as a DataFrame (needs the `fabricsim[pandas]` extra; a Parquet file also pyarrow)."""
+        return _dataframe(self.to_records())
+
+    def report(self, path: str | Path, point: str | None = None, title: str | None = None) -> Path:
+        """Write the HTML report of the results to `path` (see `report`)."""
+        return report(self.output, path, point=point, title=title)
+
+    def __repr__(self) -> str:
+        return (f"SweepResult({self.name!r}: {self.total:,} points, {self.computed:,} computed, {self.resumed:,} "
+                f"resumed, {self.failed:,} failed, {self.seconds:.1f} s on {self.backend} -> {self.output})")
+
+
+def sweep(file: str | Path, output: str | Path | None = None, *, format: str | None = None, ray: bool | None = None,
+          workers: int | None = None, retry_failed: bool = False,
+          progress: SweepProgress | None = None) -> SweepResult:
+    """Run a sweep file: every point of its axes computed (on a local process pool of `workers` processes, or on
+    Ray with `ray=True` or when RAY_ADDRESS is set) and written to `output` (default: the sweep file's name with
+    .parquet, or .csv with format='csv'), one row per point. Points already in `output` (or in the journal a
+    killed run left beside it) are not computed again; failed ones are, with `retry_failed`. A point that fails
+    is a row with its error; the sweep goes on. `progress(done, total, failed)` is told as points finish."""
+    from fabricsim import sweeps
+    from fabricsim.reports.results import format_of
+    from fabricsim.sweeps.run import run
+
+    plan = sweeps.load(file)
+    if output is None:
+        output = Path(Path(file).stem + (".csv" if format == "csv" else ".parquet"))
+    fmt = format_of(output, format)
+    done = run(plan, output, fmt, ray=ray, workers=workers, retry_failed=retry_failed, progress=progress)
+    return SweepResult(plan.name, done.output, done.fmt, done.total, done.computed, done.resumed, done.failed,
+                       done.failures, done.backend, done.workers, done.seconds)
+
+
+def report(results: str | Path | Sequence[str | Path], output: str | Path, *, point: str | None = None,
+           title: str | None = None) -> Path:
+    """Write the HTML report of one or more results files (`sweep` wrote them): busbw and the algorithm per size,
+    the scaling wall, the cost of failures where the results have fault columns, the per-link utilisation of one
+    collective point (`point`: the first characters of its key; default: the first at the largest size) and a table
+    that sorts and filters. One self-contained file (needs the `fabricsim[report]` extra)."""
+    from fabricsim.sweeps.reporting import report as write_report
+
+    paths = [results] if isinstance(results, (str, Path)) else list(results)
+    if not paths:
+        raise FabricsimError("no results files given: pass the file `fabricsim sweep` wrote")
+    return write_report(paths, output, point=point, title=title)
 
 
 def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | ClusterSpec:

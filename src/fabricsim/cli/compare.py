@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from fabricsim.cli.options import cost_model as pick_cost_model
-from fabricsim.cli.options import engine_options, notes, routing_option, size_options
+from fabricsim.cli.options import check_report, engine_options, notes, report_option, routing_option, size_options
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 
@@ -25,8 +25,9 @@ PERF_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "
 @click.option("--plot", "plot_path", default=None,
               help="Also save measured vs predicted busbw and time against size (.png, .pdf or .svg).")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
+@report_option
 def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, placement, level, cost_model, old_model,
-            plot_path, fmt):
+            plot_path, fmt, report_path):
     """Compare a real nccl-tests LOG with fabricsim's prediction of the same sizes on a cluster."""
     from fabricsim import api
     from fabricsim.reports import compare as report
@@ -39,6 +40,7 @@ def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, pl
         from fabricsim.reports.plotting import plot_format
 
         plot_format(plot_path)  # a bad name fails before the work, not after
+    check_report(report_path)
     log = report.read_log(log_path)
     c = api.cluster(cluster, nodes, gpus, routing=routing)
     if log.nranks is not None and log.nranks != c.n_gpus:
@@ -55,6 +57,8 @@ def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, pl
         from fabricsim.reports.plotting import save_figure
 
         save_figure(result.figure(), plot_path)
+    if report_path is not None:
+        result.report(report_path)
     if fmt == "json":
         click.echo(report.format_json(list(result.rows), result.summary, meta, list(result.skipped)), nl=False)
         return

@@ -53,3 +53,17 @@ def notes(lines) -> None:
     """What a run wants the user to know, on stderr (stdout keeps the table or JSON clean)."""
     for line in lines:
         click.echo(f"note: {line}", err=True)
+
+
+def report_option(f):
+    """--report: also write the run's HTML report (the report extra)."""
+    return click.option("--report", "report_path", default=None,
+                        help="Also write this run's HTML report to this file (self-contained; the report extra).")(f)
+
+
+def check_report(path) -> None:
+    """Fail before the work when --report cannot be written (its libraries missing)."""
+    if path is not None:
+        from fabricsim.reports.html_report import check_available
+
+        check_available()

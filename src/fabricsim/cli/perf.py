@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from fabricsim.cli.options import cost_model as pick_cost_model
-from fabricsim.cli.options import engine_options, notes, routing_option, size_options
+from fabricsim.cli.options import check_report, engine_options, notes, report_option, routing_option, size_options
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.nccltests_table import DTYPE_SIZES
@@ -34,8 +34,9 @@ from fabricsim.schedules import COLLECTIVES as PERF_COLLECTIVES  # every collect
                    "'explain' list).")
 @click.option("--trace", "trace_path", default=None,
               help="Write a Chrome/Perfetto trace (JSON, open in ui.perfetto.dev) of the largest size's simulation.")
+@report_option
 def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfactor, stepbytes, datatype, redop, root,
-         algo, proto, fmt, level, cost_model, old_model, library, explain, trace_path):
+         algo, proto, fmt, level, cost_model, old_model, library, explain, trace_path, report_path):
     """Predict nccl-tests output for COLLECTIVE on a cluster (time, algbw, busbw per size)."""
     from fabricsim import api
     from fabricsim.units import parse_size
@@ -50,6 +51,7 @@ def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfact
     if routing and model != "fabricsim":
         raise FabricsimError("--routing changes fabricsim's simulated fabric; NCCL's cost model does not route: drop "
                              "--routing or --cost-model nccl")
+    check_report(report_path)
     size_list = api.sizes(minbytes, maxbytes, factor=stepfactor, step=stepbytes)
     c = api.cluster(cluster, nodes, gpus, routing=routing)
     reduced = _fit_hbm(c.topology, parse_size(maxbytes))
@@ -66,6 +68,8 @@ def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfact
         if result.picks[-1] is None:
             raise FabricsimError("the largest size moves no data (fewer bytes than one element): raise -e to trace it")
         to_perfetto(result.picks[-1].result, trace_path)
+    if report_path:
+        result.report(report_path)
     explained = result.explain() if explain else None
     if fmt == "json":
         from fabricsim.reports.nccltests_table import format_json

@@ -16,9 +16,9 @@ SHOW_AFTER_S = 1.0  # runs shorter than this draw no bar
 
 
 @contextmanager
-def progress_bar(what: str) -> Iterator[Callable[[int, int], None] | None]:
-    """A `progress(done, total)` callback that draws a bar labelled `what` on stderr, or None when stderr is not
-    a terminal (nothing to draw, nothing imported)."""
+def progress_bar(what: str) -> Iterator[Callable[..., None] | None]:
+    """A `progress(done, total, note=None)` callback that draws a bar labelled `what` on stderr (`note`, e.g.
+    'failed=3', after the counts), or None when stderr is not a terminal (nothing to draw, nothing imported)."""
     if not sys.stderr.isatty():
         yield None
         return
@@ -26,11 +26,13 @@ def progress_bar(what: str) -> Iterator[Callable[[int, int], None] | None]:
 
     bar = None
 
-    def update(done: int, total: int) -> None:
+    def update(done: int, total: int, note: str | None = None) -> None:
         nonlocal bar
         if bar is None:
             bar = tqdm(total=total, desc=what, file=sys.stderr, leave=False, delay=SHOW_AFTER_S, dynamic_ncols=True)
         bar.total = total
+        if note is not None:
+            bar.set_postfix_str(note, refresh=False)
         bar.update(done - bar.n)
 
     try:

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from fabricsim.cli.options import check_report, report_option
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 from fabricsim.training import parallel as P
@@ -135,7 +136,8 @@ def _wall_line(wall) -> str:
 @click.option("--search", is_flag=True, default=None,
               help="consider every TP x PP (x EP for mixtures of experts) layout that fits in HBM and keep the one with "
                    "the most tokens/s (--tp / --pp / --ep fix that size; default: the smallest PP, then TP, that fits)")
-def train(model_name, cluster, gpus, run_file, fmt, plot, **options):
+@report_option
+def train(model_name, cluster, gpus, run_file, fmt, plot, report_path, **options):
     """Step time, tokens/s, MFU, memory and exposed communication per GPU count, and the scaling wall."""
     given = load_run_file(run_file) if run_file else {}
     given.update({k: v for k, v in dict(model=model_name, cluster=cluster, gpus=gpus).items() if v is not None})
@@ -147,6 +149,7 @@ def train(model_name, cluster, gpus, run_file, fmt, plot, **options):
         from fabricsim.reports.plotting import plot_format
 
         plot_format(plot)  # a bad name or a missing matplotlib fails before the work, not after
+    check_report(report_path)
     model, where, counts = given.pop("model"), given.pop("cluster"), _counts(given.pop("gpus"))
     with progress_bar("train") as progress:
         sweep = train_sweep(model, where, counts, progress=progress, **given)
@@ -173,6 +176,11 @@ def train(model_name, cluster, gpus, run_file, fmt, plot, **options):
             click.echo(_compare_table({k: v for k, v in sweep.runs.items() if k not in sweep.failed}))
         for name, why in sweep.failed.items():
             click.echo(f"--compare {name}: cannot run this job: {why}")
+    if report_path:
+        from fabricsim.api import TrainResult
+
+        TrainResult(sweep.model, sweep.cluster, {k: tuple(v) for k, v in sweep.runs.items()}, sweep.walls,
+                    {k: tuple(v) for k, v in sweep.exposures.items()}, sweep.failed).report(report_path)
     if plot:
         from fabricsim.reports.plotting import save_figure
         from fabricsim.reports.training_plot import figure

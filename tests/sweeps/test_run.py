@@ -1,0 +1,184 @@
+"""Running sweeps on the local pool: one row per point with its configuration, the same bytes however the work is
+split, failures recorded per point, resumable, and no point lost or duplicated when a worker or the driver is
+killed mid-sweep."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas
+import pytest
+
+from fabricsim import sweeps
+from fabricsim.reports.results import read_rows
+from fabricsim.sweeps import compute, run, store
+from tests.sweeps.helpers import PERF_SWEEP, pool_workers, write_sweep
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kill tests read Linux's /proc")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The 16-point sweep run once, one worker, one point per task: what every other run must write, byte for byte."""
+    d = tmp_path_factory.mktemp("reference")
+    plan = sweeps.load(write_sweep(d))
+    out = d / "results.parquet"
+    done = run.run(plan, out, workers=1, task_points=1)
+    assert (done.total, done.computed, done.failed) == (16, 16, 0)
+    return plan, out.read_bytes(), out
+
+
+def test_rows_hold_the_point_configuration_and_its_figures(reference):
+    plan, _, out = reference
+    df = pandas.read_parquet(out)
+    assert list(df.columns) == list(plan.columns)
+    assert list(df["point"]) == list(range(16)) and df["key"].is_unique
+    assert set(df["status"]) == {"ok"}
+    assert set(df["cluster.nodes"]) == {1, 2} and set(df["cluster.gpus"]) == {8, 16}
+    assert (df["cluster.gpu"] == "H100").all() and (df["perf.level"] == "analytical").all()
+    big = df[(df["perf.collective"] == "all_reduce") & (df["cluster.nodes"] == 1) & (df["perf.size"] == 256 << 20)]
+    assert big["busbw_GBps"].iloc[0] > 300 and big["algo"].iloc[0] == "nvls"  # 8x H100: NVLS at large sizes
+    # the same figures fabricsim perf gives for that point
+    import fabricsim as fs
+
+    expect = fs.perf("dgx-h100", "all_reduce", [256 << 20], level="analytical").to_records()[0]
+    assert big["busbw_GBps"].iloc[0] == expect["busbw_GBps"] and big["time_us"].iloc[0] == expect["time_us"]
+
+
+def test_the_same_bytes_however_the_work_is_split(reference, tmp_path):
+    plan, expected, _ = reference
+    out = tmp_path / "r.parquet"
+    run.run(plan, out, workers=2)  # several points per task, two workers finishing in any order
+    assert out.read_bytes() == expected
+    assert not store.journal_path(out).exists() and not store.temporary_path(out).exists()
+
+
+def test_csv_holds_the_same_rows(reference, tmp_path):
+    plan, _, parquet = reference
+    out = tmp_path / "r.csv"
+    run.run(plan, out, workers=2)
+    assert read_rows(out, plan.columns) == read_rows(parquet)
+    assert pandas.read_csv(out).shape == (16, len(plan.columns))
+
+
+def test_a_rerun_computes_nothing_and_new_values_only_what_is_new(reference, tmp_path):
+    plan, expected, _ = reference
+    out = tmp_path / "r.parquet"
+    out.write_bytes(expected)
+    again = run.run(plan, out, workers=2)
+    assert (again.computed, again.resumed) == (0, 16) and out.read_bytes() == expected
+    bigger = sweeps.load(write_sweep(tmp_path, PERF_SWEEP.replace("[1, 2]", "[1, 2, 4]")))
+    grown = run.run(bigger, out, workers=2)
+    assert (grown.total, grown.computed, grown.resumed) == (24, 8, 16)
+    df = pandas.read_parquet(out)
+    assert list(df["point"]) == list(range(24)) and df["key"].is_unique and set(df["cluster.nodes"]) == {1, 2, 4}
+
+
+def test_failures_are_rows_with_their_error_and_the_sweep_goes_on(tmp_path):
+    plan = sweeps.load(write_sweep(tmp_path, """
+        cluster: dgx-h100
+        perf: {level: analytical, sizes: [1M]}
+        axes:
+          cluster.gpus: [8, 12, 16]
+          perf.algo: [ring, collnet_direct]
+        """))
+    done = run.run(plan, tmp_path / "r.parquet", workers=2)
+    df = pandas.read_parquet(tmp_path / "r.parquet")
+    assert done.total == 6 and done.failed == 4 == (df["status"] == "failed").sum()
+    errors = dict(zip(zip(df["cluster.gpus"], df["perf.algo"]), df["error"]))
+    assert "not whole nodes of 8 GPUs" in errors[(12, "ring")]
+    assert "CollNet needs SHARP" in errors[(8, "collnet_direct")]
+    assert pandas.isna(errors[(8, "ring")]) and pandas.isna(errors[(16, "ring")])
+    again = run.run(plan, tmp_path / "r.parquet", workers=2)
+    assert again.computed == 0  # a failure is a finished point; --retry-failed computes it again
+    assert run.run(plan, tmp_path / "r.parquet", workers=2, retry_failed=True).computed == 4
+
+
+def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(reference, tmp_path):
+    plan, expected, _ = reference
+    killed = []
+
+    def kill_one(done: int, total: int, failed: int) -> None:
+        if done >= 2 and not killed:
+            workers = pool_workers(os.getpid())
+            if workers:
+                os.kill(workers[0], signal.SIGKILL)
+                killed.append(workers[0])
+
+    out = tmp_path / "r.parquet"
+    done = run.run(plan, out, workers=2, task_points=1, progress=kill_one)
+    assert killed, "no worker was found to kill"
+    assert (done.total, done.failed, done.computed) == (16, 0, 16)
+    assert out.read_bytes() == expected  # every point once, with the figures of the run nobody killed
+
+
+def test_the_driver_killed_mid_sweep_resumes_from_its_journal(reference, tmp_path):
+    plan, expected, _ = reference
+    sweep_file = write_sweep(tmp_path)
+    out = tmp_path / "r.parquet"
+    cmd = [sys.executable, "-m", "fabricsim.cli.main", "sweep", str(sweep_file), "-o", str(out), "--workers", "1"]
+    driver = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    journal = store.journal_path(out)
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and driver.poll() is None:
+            if journal.exists() and journal.read_text().count("\n") >= 4:
+                break
+            time.sleep(0.05)
+        assert driver.poll() is None, f"the sweep ended before it could be killed: {driver.stderr.read()}"
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+    finally:
+        try:
+            os.killpg(driver.pid, signal.SIGKILL)  # the pool the killed driver left (it ends by itself too)
+        except ProcessLookupError:
+            pass
+    kept = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip()]
+    assert 4 <= len(kept) < 16 and not out.exists()
+    with journal.open("a") as f:
+        f.write('{"key": "cut short by the kil')  # a line the kill cut in half is ignored
+    done = run.run(plan, out, workers=2)
+    assert done.resumed == len(set(kept)) and done.computed == 16 - done.resumed
+    assert out.read_bytes() == expected and not journal.exists()
+
+
+def test_points_on_one_cluster_build_it_once_per_worker(monkeypatch, tmp_path):
+    from fabricsim import topology
+
+    plan = sweeps.load(write_sweep(tmp_path))
+    built = []
+    real = topology.build
+    monkeypatch.setattr(topology, "build", lambda spec: built.append(spec.nodes) or real(spec))
+    monkeypatch.setattr(compute, "_TOPOLOGIES", type(compute._TOPOLOGIES)())
+    rows = [r for task in plan.tasks(workers=1, task_points=3) for r in compute.run_task(task)]
+    assert len(rows) == 16 and built == [1, 2]  # 16 points, 6 tasks, two clusters: two builds
+
+
+def test_the_command_prints_a_summary_and_draws_a_bar_on_a_terminal(monkeypatch, tmp_path):
+    from fabricsim.cli import progress
+    from fabricsim.cli.main import main
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    sweep_file = write_sweep(tmp_path, """
+        cluster: dgx-h100
+        perf: {level: analytical, sizes: [1M, 2M]}
+        axes: {cluster.gpus: [8, 12]}
+        """)
+    term, out = Terminal(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(progress, "SHOW_AFTER_S", 0.0)
+    assert main(["sweep", str(sweep_file), "-o", str(tmp_path / "r.csv"), "--workers", "1"]) == 0
+    assert "4 points: 4 computed, 0 already done, 2 failed" in out.getvalue()
+    drawn = term.getvalue()
+    assert "sweep:" in drawn and "failed=" in drawn and "/4 [00:00<" in drawn  # done/total [elapsed<time left]
+    assert "note: point" in drawn and "not whole nodes" in drawn
