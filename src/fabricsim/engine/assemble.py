@@ -49,7 +49,14 @@ def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: 
         limiter=_limiter(plan, price, drained, bottlenecks, slowdown),
         bottlenecks=bottlenecks, bottleneck_count=count, link_bytes=link_bytes, link_util=link_util,
         timeline=_timeline(plan, price, drained, t_sum, steady, slowdown), slices=p, slowdown=slowdown, topo=topo,
+        connection_bytes=drained.wire_scale * _connection_bytes(plan.union),
     )
+
+
+def _connection_bytes(fs: FlowSet) -> float:
+    """Mean bytes one connection of these flows moves (a flow of multiplicity m is m connections)."""
+    connections = float(fs.mult.sum())
+    return float(np.dot(fs.nbytes, fs.mult)) / connections if connections > 0 else 0.0
 
 
 def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bottleneck, ...],
