@@ -127,3 +127,20 @@ def test_invariant_checks_catch_a_link_over_capacity():
         invariants.check_link_loads("test", np.array([1.0, 2.0 + 1e-3]), np.array([1.0, 2.0]))
     with invariants.checking(), pytest.raises(invariants.InvariantViolation, match="delivered"):
         invariants.check_delivered("test", np.array([1.0, 0.999]), np.array([1.0, 1.0]))
+
+
+def test_only_links_asked_for_more_than_they_have_enter_the_solver_and_nothing_changes():
+    from fabricsim.engine.maxmin import maxmin_rates
+
+    rng = np.random.default_rng(3)
+    n_links, cap = 30, rng.uniform(50e9, 150e9, 30)
+    flows = []
+    for _ in range(8):
+        links = np.sort(rng.choice(n_links, 6, replace=False))
+        w = rng.uniform(1, 40, 6)
+        flows.append(Coflow(links.astype(np.int64), w, 1e9, float(rng.uniform(0.2, 1.5) * np.min(cap[links] / w))))
+    s = run(n_links, cap, [loop(f"j{i}", comm(cf)) for i, cf in enumerate(flows)])
+    every = maxmin_rates(np.repeat(np.arange(8), 6), np.concatenate([cf.links for cf in flows]), 8, cap,
+                         rate_cap=np.array([cf.pace for cf in flows]),
+                         edge_share=np.concatenate([cf.weight for cf in flows]))
+    assert s.rate[0] == pytest.approx(every, rel=1e-9)  # the first interval: all eight active

@@ -44,11 +44,14 @@ class Coflow:
     @staticmethod
     def of(link_bytes: np.ndarray, connection_bytes: float, bandwidth_time: float) -> Coflow | None:
         """The coflow of a collective that puts `link_bytes` on the links (wire bytes of every connection), each
-        connection moving `connection_bytes`, in `bandwidth_time` alone; None when it moves nothing."""
+        connection moving `connection_bytes`, in `bandwidth_time` alone; None when it moves nothing (or takes no
+        time doing it: nothing to share)."""
         links = np.flatnonzero(link_bytes > 0)
         if links.size == 0 or connection_bytes <= 0:
             return None
-        pace = connection_bytes / bandwidth_time if bandwidth_time > 0 else np.inf
+        if bandwidth_time <= 0:
+            return None
+        pace = connection_bytes / bandwidth_time
         return Coflow(links.astype(np.int64), link_bytes[links] / connection_bytes, float(connection_bytes), pace)
 
     def link_bytes(self, n_links: int) -> np.ndarray:
@@ -171,6 +174,29 @@ class _Run:
         self.finished = np.zeros(n, dtype=bool)
         self.spans: list[tuple[int, int, int, float, float, float]] = []
         self.times, self.phase_rows, self.rate_rows = [0.0], [], []
+        # Every coflow (each job's phases, then the persistent ones) numbered once, their edges in one array over
+        # the links any of them crosses, numbered compactly: a solve gathers the active coflows' slices.
+        every = [(j, p, ph.coflow) for j, w in enumerate(workloads) for p, ph in enumerate(w.phases) if ph.coflow]
+        self.number = {(j, p): c for c, (j, p, _) in enumerate(every)}
+        flows = [cf for _, _, cf in every] + list(persistent)
+        self.first_persistent = len(every)
+        links = np.concatenate([cf.links for cf in flows]) if flows else np.zeros(0, dtype=np.int64)
+        self.used, self.edge_link = np.unique(links, return_inverse=True)
+        self.edge_link = self.edge_link.ravel()
+        self.edge_weight = np.concatenate([cf.weight for cf in flows]) if flows else np.zeros(0)
+        self.edge_ptr = np.concatenate([[0], np.cumsum([cf.links.shape[0] for cf in flows])]).astype(np.int64)
+        self.pace = np.array([cf.pace for cf in flows], dtype=np.float64)
+        self.cap_used = capacity[self.used]
+        self.edge_owner = np.repeat(np.arange(len(flows)), np.diff(self.edge_ptr))
+        self.by_link = np.argsort(self.edge_link, kind="stable")  # edges grouped by link, to gather a few links' edges
+        self.link_ptr = np.concatenate([[0], np.cumsum(np.bincount(self.edge_link, minlength=self.used.shape[0]))])
+        # What the active coflows ask of each link at their paces, kept up to date as they start and stop.
+        self.on = np.zeros(len(flows), dtype=bool)
+        self.demand = np.zeros(self.used.shape[0])  # bytes/s, of the coflows with a pace of their own
+        self.bounded = np.zeros(self.used.shape[0], dtype=np.int64)  # how many of those cross each link
+        self.unbounded = np.zeros(self.used.shape[0], dtype=np.int64)  # coflows without one (background) crossing
+        for c in range(self.first_persistent, len(flows)):
+            self._switch(c, True)
 
     def go(self) -> Schedule:
         t = 0.0
@@ -221,6 +247,7 @@ class _Run:
             invariants.check_delivered(self.workloads[j].name, self.delivered[j], cf.size)
         self.left[j] = 0.0
         self.drained[j] = t
+        self._switch(self.number[(j, int(self.phase[j]))], False)
 
     def _advance(self, t: float) -> None:
         """Start the jobs due at `t` and move every job whose phase has ended at `t` on to its next phase (phases
@@ -257,42 +284,76 @@ class _Run:
         self.left[j] = 0.0 if cf is None else cf.size
         self.drained[j] = t
         self.delivered[j] = 0.0
+        if cf is not None:
+            self._switch(self.number[(j, p)], True)
+
+    def _switch(self, c: int, on: bool) -> None:
+        """Coflow c starts (on) or stops asking its links for its pace."""
+        if self.on[c] == on:
+            return
+        self.on[c] = on
+        e = slice(self.edge_ptr[c], self.edge_ptr[c + 1])
+        if np.isfinite(self.pace[c]):
+            links = self.edge_link[e]
+            self.demand[links] += (1.0 if on else -1.0) * self.pace[c] * self.edge_weight[e]
+            self.bounded[links] += 1 if on else -1
+            self.demand[links[self.bounded[links] == 0]] = 0.0  # no rounding left behind on a link no one asks of
+        else:
+            self.unbounded[self.edge_link[e]] += 1 if on else -1
 
     def _solution(self, key: tuple, active: np.ndarray) -> Solution:
         if key not in self.solutions:
-            self.solutions[key] = self._solve([self._coflow(j) for j in active.tolist()])
+            self.solutions[key] = self._solve(np.array([self.number[k] for k in key], dtype=np.int64))
         return self.solutions[key]
 
-    def _solve(self, coflows: list[Coflow]) -> Solution:
-        """Max-min rates of these coflows (and the persistent ones) on the links two or more of them cross; a link
-        one coflow has to itself caps that coflow's rate."""
-        every = coflows + list(self.persistent)
-        n = len(every)
+    def _solve(self, mine: np.ndarray) -> Solution:
+        """Max-min rates of the active coflows (`mine`, the jobs', in order; the persistent ones too) on the links
+        they ask more of, at their paces, than the links have: a link with room for every coflow crossing it at
+        its pace never binds one, so only those links enter the solver (one a coflow has to itself included: it
+        binds that coflow alone)."""
+        flows = np.concatenate([mine, np.arange(self.first_persistent, self.pace.shape[0])])
+        n = flows.shape[0]
         if n == 0:
             return Solution(np.zeros(0), np.zeros(0, bool), np.zeros(0, np.int64), np.zeros(0, np.int64))
-        owner = np.repeat(np.arange(n), [c.links.shape[0] for c in every])
-        links = np.concatenate([c.links for c in every])
-        weight = np.concatenate([c.weight for c in every])
-        shared = np.bincount(links, minlength=self.n_links)[links] > 1
-        cap = np.array([c.pace for c in every])
-        alone = np.full(n, np.inf)
-        mine = ~shared
-        np.minimum.at(alone, owner[mine], self.capacity[links[mine]] / weight[mine])
-        cap = np.minimum(cap, alone)
-        rate = cap.copy()
-        crossing = np.unique(owner[shared])
+        position = np.full(self.pace.shape[0], -1, dtype=np.int64)
+        position[flows] = np.arange(n)
+        pace = self.pace[flows]
+        hot_links = np.flatnonzero((self.demand > self.cap_used * (1 + 1e-9)) | (self.unbounded > 0))
+        start, count = self.link_ptr[hot_links], self.link_ptr[hot_links + 1] - self.link_ptr[hot_links]
+        edges = self.by_link[np.repeat(start - np.cumsum(count) + count, count) + np.arange(int(count.sum()))]
+        edges = edges[position[self.edge_owner[edges]] >= 0]  # the active coflows' edges on those links
+        owner, lk, w = position[self.edge_owner[edges]], self.edge_link[edges], self.edge_weight[edges]
+        rate = pace.copy()
+        crossing = np.unique(owner)
         if crossing.size:
             index = np.full(n, -1, dtype=np.int64)
             index[crossing] = np.arange(crossing.size)
-            rate[crossing] = maxmin_rates(index[owner[shared]], links[shared], crossing.size, self.capacity,
-                                          rate_cap=cap[crossing], edge_share=weight[shared])
-        load = np.bincount(links, weights=rate[owner] * weight, minlength=self.n_links)
+            rate[crossing] = maxmin_rates(index[owner], lk, crossing.size, self.cap_used, rate_cap=pace[crossing],
+                                          edge_share=w)
         if invariants.ON:
-            invariants.check_link_loads("concurrent jobs", load, self.capacity)
-        slowed = rate < cap * (1 - 1e-7)
-        saturated = shared & (load[links] >= self.capacity[links] * (1 - 1e-7)) & slowed[owner]
-        keep = saturated & (owner < len(coflows))
-        return Solution(rate[: len(coflows)], slowed[: len(coflows)], owner[keep], links[keep])
+            self._check(flows, rate)
+        n_used = self.used.shape[0]
+        load = np.bincount(lk, weights=rate[owner] * w, minlength=n_used)
+        sharing = np.bincount(lk, minlength=n_used)
+        slowed = rate < pace * (1 - 1e-7)
+        keep = (load[lk] >= self.cap_used[lk] * (1 - 1e-7)) & (sharing[lk] > 1) & slowed[owner] & (owner < mine.shape[0])
+        return Solution(rate[: mine.shape[0]], slowed[: mine.shape[0]], owner[keep], self.used[lk[keep]])
+
+    def _check(self, flows: np.ndarray, rate: np.ndarray) -> None:
+        """Every link's load (all active coflows at their rates) within its capacity, and the demand kept up to date
+        equal to the active coflows' paces."""
+        edges = np.concatenate([np.arange(self.edge_ptr[c], self.edge_ptr[c + 1]) for c in flows.tolist()])
+        position = np.full(self.pace.shape[0], -1, dtype=np.int64)
+        position[flows] = np.arange(flows.shape[0])
+        owner, lk, w = position[self.edge_owner[edges]], self.edge_link[edges], self.edge_weight[edges]
+        n_used = self.used.shape[0]
+        invariants.check_link_loads("concurrent jobs", np.bincount(lk, weights=rate[owner] * w, minlength=n_used),
+                                    self.cap_used)
+        finite = np.isfinite(self.pace[flows])[owner]
+        demand = np.bincount(lk[finite], weights=self.pace[flows][owner[finite]] * w[finite], minlength=n_used)
+        if (np.abs(self.demand - demand) > invariants.REL_TOL * (demand + self.cap_used)).any():
+            raise invariants.InvariantViolation("concurrent jobs: the demand kept per link differs from the active "
+                                                "coflows' paces")
 
     def _contention(self) -> dict[tuple[int, int], float]:
         """Seconds each (job, link) pair was held back: a slowed job on a saturated shared link."""
