@@ -92,13 +92,9 @@ class Cluster:
 
 def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
     """[0, 1, 2, 3, 8, 9] -> '0-3,8-9'."""
-    runs: list[list[int]] = []
-    for r in (int(x) for x in ranks):
-        if runs and r == runs[-1][1] + 1:
-            runs[-1][1] = r
-        else:
-            runs.append([r, r])
-    return ",".join(f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in runs)
+    from fabricsim.units import format_ranks
+
+    return format_ranks(ranks)
 
 
 def _unit(spec: ClusterSpec) -> int:
