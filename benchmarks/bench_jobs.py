@@ -60,9 +60,9 @@ def main(argv: list[str]) -> None:
                 for j, c in zip(spec.jobs, comms)]
         t1 = time.perf_counter()
         cap = effective_capacity(topo)
-        together = coflows.run(topo.n_links, cap, work)
+        together = coflows.run(cap, work)
         t2 = time.perf_counter()
-        alone = [coflows.run(topo.n_links, cap, [w]).end - w.start for w in work]
+        alone = [coflows.run(cap, [w]).end - w.start for w in work]
         t3 = time.perf_counter()
         slow = np.array([(together.job_span(i)[1] - w.start) / a for i, (w, a) in enumerate(zip(work, alone))])
         solves = len({tuple(np.flatnonzero(row >= 0)) + tuple(row[row >= 0]) for row in together.phase_of})

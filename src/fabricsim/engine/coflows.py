@@ -2,8 +2,8 @@
 
 Each job runs phases one after another, in a loop: a compute phase (a duration), or a communication phase whose
 traffic is one `Coflow`: a collective's connections, moving in lockstep. NCCL's ring and tree steps wait for the
-transfer feeding them, and a channel's FIFO holds NCCL_STEPS = 8 slices (src/device/common.h, the ncclConnFifo
-of each connection), so no connection of a collective runs far ahead of the others: one job's transfers progress
+transfer feeding them, and each connection's FIFO holds NCCL_STEPS = 8 slots (`#define NCCL_STEPS 8`,
+src/include/device.h; a sender waits while head - tail reaches it), so no connection of a collective runs far ahead of the others: one job's transfers progress
 at one pace. A coflow is held as what it puts on each link per connection (`weight`: connection-equivalents, the
 link's wire bytes over the mean bytes of one connection) and its `pace`: the bytes/s per connection that makes it
 last its own bandwidth time alone (the engine's pipelined time, NCCL's latencies and per-channel caps included).
@@ -47,18 +47,10 @@ class Coflow:
         connection moving `connection_bytes`, in `bandwidth_time` alone; None when it moves nothing (or takes no
         time doing it: nothing to share)."""
         links = np.flatnonzero(link_bytes > 0)
-        if links.size == 0 or connection_bytes <= 0:
-            return None
-        if bandwidth_time <= 0:
+        if links.size == 0 or connection_bytes <= 0 or bandwidth_time <= 0:
             return None
         pace = connection_bytes / bandwidth_time
         return Coflow(links.astype(np.int64), link_bytes[links] / connection_bytes, float(connection_bytes), pace)
-
-    def link_bytes(self, n_links: int) -> np.ndarray:
-        """Wire bytes the coflow puts on every link."""
-        out = np.zeros(n_links)
-        out[self.links] = self.weight * self.size
-        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,11 +124,12 @@ class Schedule:
 
     def job_span(self, j: int) -> tuple[float, float]:
         """(start, end) s of job j's run."""
-        mine = self.spans.job == j
-        return float(self.spans.start[mine].min(initial=self.workloads[j].start)), float(self.spans.end[mine].max(initial=self.workloads[j].start))
+        mine, start = self.spans.job == j, self.workloads[j].start
+        return float(self.spans.start[mine].min(initial=start)), float(self.spans.end[mine].max(initial=start))
 
     @property
     def end(self) -> float:
+        """When the last job finished (s)."""
         return float(self.spans.end.max(initial=0.0))
 
     def progress(self, k: int, j: int) -> float:
@@ -145,23 +138,20 @@ class Schedule:
         return 0.0 if p < 0 else float(self.rate[k, j] / self.workloads[j].phases[p].coflow.pace)
 
 
-def run(n_links: int, capacity: np.ndarray, workloads: Sequence[Workload],
-        persistent: Sequence[Coflow] = ()) -> Schedule:
+def run(capacity: np.ndarray, workloads: Sequence[Workload], persistent: Sequence[Coflow] = ()) -> Schedule:
     """Run the workloads together on links of `capacity` (bytes/s each; what they deliver to collective data),
     with `persistent` coflows (background traffic, never done) competing throughout."""
-    sim = _Run(n_links, np.asarray(capacity, dtype=np.float64), tuple(workloads), tuple(persistent))
-    return sim.go()
+    return _Run(np.asarray(capacity, dtype=np.float64), tuple(workloads), tuple(persistent)).go()
 
 
 class _Run:
     """The event loop of `run` (state of one simulation)."""
 
-    def __init__(self, n_links: int, capacity: np.ndarray, workloads: tuple[Workload, ...],
-                 persistent: tuple[Coflow, ...]):
+    def __init__(self, capacity: np.ndarray, workloads: tuple[Workload, ...], persistent: tuple[Coflow, ...]):
         for w in workloads:
             if w.iterations < 1 or not w.phases or not np.isfinite(w.start) or w.start < 0:
                 raise FabricsimError(f"job '{w.name}' needs phases, at least one iteration and a start time >= 0")
-        self.n_links, self.capacity, self.workloads, self.persistent = n_links, capacity, workloads, persistent
+        self.workloads = workloads
         self.solutions: dict[tuple, Solution] = {}
         self.solved_for: dict[tuple, float] = {}  # seconds each set of active coflows ran
         n = len(workloads)
@@ -204,7 +194,7 @@ class _Run:
         while not self.finished.all():
             active = np.flatnonzero(self.left > 0)
             key = tuple(zip(active.tolist(), self.phase[active].tolist()))
-            sol = self._solution(key, active)
+            sol = self._solution(key)
             rate = np.zeros(len(self.workloads))
             rate[active] = sol.rate
             cand = [w.start for j, w in enumerate(self.workloads) if self.phase[j] < 0]
@@ -301,7 +291,8 @@ class _Run:
         else:
             self.unbounded[self.edge_link[e]] += 1 if on else -1
 
-    def _solution(self, key: tuple, active: np.ndarray) -> Solution:
+    def _solution(self, key: tuple) -> Solution:
+        """The rates of one set of active (job, phase) coflows, solved once."""
         if key not in self.solutions:
             self.solutions[key] = self._solve(np.array([self.number[k] for k in key], dtype=np.int64))
         return self.solutions[key]

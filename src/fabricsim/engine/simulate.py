@@ -115,7 +115,7 @@ def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: s
     solo = [result(topo, plan, pricing, drained, opts.level) for plan, pricing, drained in alone]
     work = [coflows.Workload(f"job {i}", (coflows.Phase("collective", coflows.Coflow.of(
         r.link_bytes, r.connection_bytes, r.bandwidth_time)),)) for i, r in enumerate(solo)]
-    ran = coflows.run(topo.n_links, effective_capacity(topo), work, _persistent(topo, bg))
+    ran = coflows.run(effective_capacity(topo), work, _persistent(topo, bg))
     results = []
     for i, (r, (plan, pricing, drained)) in enumerate(zip(solo, alone)):
         shared = ran.job_span(i)[1]

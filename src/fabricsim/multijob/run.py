@@ -5,7 +5,7 @@ that held it back; the links the jobs contended on; the fabric's utilisation ove
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,10 +38,12 @@ class JobReport:
 
     @property
     def gpus(self) -> int:
+        """How many GPUs it runs on."""
         return int(self.ranks.size)
 
     @property
     def slowdown(self) -> float:
+        """Shared over alone (1: nothing lost to the other jobs)."""
         return self.shared / self.alone if self.alone > 0 else 1.0
 
 
@@ -86,13 +88,12 @@ class JobsRun:
 
     @property
     def makespan(self) -> float:
+        """When the last job finished (s)."""
         return self.schedule.end
 
 
 def build_cluster(spec: JobsFile) -> Topology:
     """The jobs file's cluster, sized and routed as it says."""
-    from dataclasses import replace
-
     from fabricsim import topology
 
     cluster = topology.load_spec(spec.cluster, nodes=spec.nodes, gpus=spec.gpus)
@@ -122,10 +123,10 @@ def run_jobs(spec: JobsFile, placement: str | None = None, *, topo: Topology | N
     work = [coflows.Workload(job.name, c.phases, job.iterations, parse_duration(job.start))
             for job, c in zip(spec.jobs, comms)]
     capacity = effective_capacity(topo)
-    together = coflows.run(topo.n_links, capacity, work)
+    together = coflows.run(capacity, work)
     reports = []
     for j, (job, req, ranks, c, w) in enumerate(zip(spec.jobs, requests, placed, comms, work)):
-        alone = coflows.run(topo.n_links, capacity, [w])
+        alone = coflows.run(capacity, [w])
         start, end = together.job_span(j)
         held = sorted(((lk, s) for (jj, lk), s in together.contention.items() if jj == j), key=lambda x: (-x[1], x[0]))
         comm_alone = w.iterations * sum(p.alone for p in w.phases if p.coflow is not None)
@@ -156,6 +157,7 @@ def fabric_links(topo: Topology) -> np.ndarray:
 
 
 def _contended(topo: Topology, s: coflows.Schedule) -> tuple[ContendedLink, ...]:
+    """The links that held a job back, with every job crossing them, most held first."""
     held: dict[int, dict[int, float]] = {}
     for (j, lk), sec in s.contention.items():
         held.setdefault(lk, {})[j] = sec
@@ -169,8 +171,9 @@ def _contended(topo: Topology, s: coflows.Schedule) -> tuple[ContendedLink, ...]
             if p.coflow is not None:
                 for lk in np.intersect1d(p.coflow.links, links).tolist():
                     crossing[lk].add(j)
-    out = [ContendedLink(int(lk), topo.link_name(int(lk)), str(tier), tuple(s.workloads[j].name for j in sorted(crossing[int(lk)])),
-                         tuple(s.workloads[j].name for j in sorted(held[int(lk)])), max(held[int(lk)].values()))
+    names = [w.name for w in s.workloads]
+    out = [ContendedLink(lk, topo.link_name(lk), str(tier), tuple(names[j] for j in sorted(crossing[lk])),
+                         tuple(names[j] for j in sorted(held[lk])), max(held[lk].values()))
            for lk, tier in zip(links.tolist(), tiers.tolist())]
     return tuple(sorted(out, key=lambda c: (-c.seconds, c.link)))
 

@@ -91,7 +91,8 @@ class JobSpec(Struct, forbid_unknown_fields=True, frozen=True):
             raise FabricsimError(f"job '{self.name}': size, algo, proto and gap belong to a collective loop; a training "
                                  "job's communication comes from its model and layout")
         if (self.gpus is None) == (self.ranks is None):
-            raise FabricsimError(f"job '{self.name}': give gpus (a count to place) or ranks (explicit GPU ranks), one of them")
+            raise FabricsimError(f"job '{self.name}': give gpus (a count to place) or ranks (explicit GPU ranks), "
+                                 "one of them")
         if self.ranks is not None and self.placement is not None:
             raise FabricsimError(f"job '{self.name}': explicit ranks are placed as given: drop placement")
 

@@ -22,7 +22,8 @@ def trace_events(runs: Sequence) -> list[dict]:
         s, u = run.schedule, run.utilisation
         for j, job in enumerate(run.jobs):
             pid = base + j
-            ev.append({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": f"{tag}job {job.name} ({job.gpus} GPUs)"}})
+            ev.append({"ph": "M", "pid": pid, "name": "process_name",
+                       "args": {"name": f"{tag}job {job.name} ({job.gpus} GPUs)"}})
             ev.append({"ph": "M", "pid": pid, "tid": 0, "name": "thread_name", "args": {"name": job.what}})
             mine = s.spans.job == j
             for it, ph, start, drained, end in zip(s.spans.iteration[mine].tolist(), s.spans.phase[mine].tolist(),

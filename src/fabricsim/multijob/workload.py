@@ -15,7 +15,7 @@ time `fabricsim train` prints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -67,8 +67,6 @@ def training_step(topo: Topology, job: JobSpec, ranks: np.ndarray, level: str) -
     try:
         model = load_model(spec.model)
         if spec.seq is not None:
-            from dataclasses import replace
-
             model = replace(model, seq=spec.seq)
         options = {k: getattr(spec, k) for k in spec.__struct_fields__ if k not in ("model", "seq", "efficiency")}
         template, defaults = layout_request(options)
@@ -90,7 +88,7 @@ def training_step(topo: Topology, job: JobSpec, ranks: np.ndarray, level: str) -
     notes = ()
     if rest < 0:  # more communication hidden than the step computes: the types' overlaps overlap each other
         scale = (step.step_time - sum(step.exposed.values())) / hidden
-        phases = [Phase(p.name, p.coflow, p.latency, p.floor * scale) for p in phases]
+        phases = [replace(p, floor=p.floor * scale) for p in phases]
         notes = (f"job '{job.name}': the step hides more communication than it computes (the group types overlap "
                  "the same compute); each type's overlap is shortened in proportion, so alone the step takes "
                  "longer here than `fabricsim train` prints",)

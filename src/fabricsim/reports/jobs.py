@@ -56,7 +56,8 @@ def table(runs: Sequence[Any]) -> str:
     for j, job in enumerate(first.jobs):
         row = [job.name, str(job.gpus), job.what, str(job.iterations), _ms(job.start)]
         if len(runs) == 1:
-            row += [job.placement, _ranks(job.ranks), _ms(job.alone), _ms(job.shared), f"{job.slowdown:.3f}", _held(first, job)]
+            row += [job.placement, _ranks(job.ranks), _ms(job.alone), _ms(job.shared), f"{job.slowdown:.3f}",
+                    _held(first, job)]
         else:
             for r in runs:
                 jr = r.jobs[j]
