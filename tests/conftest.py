@@ -3,10 +3,21 @@ the end of the run (`-v` prints them too); `.ci/run` prints the file after the t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+# Every engine run of the suite checks the engine's physical invariants (fabricsim.engine.invariants), CLI runs in
+# subprocesses included; FABRICSIM_CHECK_INVARIANTS=0 turns it off for timing a run.
+os.environ.setdefault("FABRICSIM_CHECK_INVARIANTS", "1")
 
 REPORTS: list[str] = []
 REPORT_FILE = Path("build") / "test-reports" / "accuracy.txt"  # under pytest's rootdir (build/ is ignored by git)
+
+
+def pytest_configure(config):
+    from fabricsim.engine import invariants
+
+    invariants.ON = os.environ["FABRICSIM_CHECK_INVARIANTS"] not in ("", "0")
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -6,7 +6,7 @@ The public API (`fabricsim.api`) is re-exported here and loaded on first use, so
     r = fs.perf(fs.cluster("dgx-h100"), "all_reduce", fs.sizes("8", "8G", factor=8))
 
 Layers (data flows one way; a lower layer never imports a higher one):
-hardware -> topology -> routing -> schedules -> engine -> tuner / training -> reports -> sweeps -> api -> cli
+hardware -> topology -> routing -> schedules -> engine -> tuner / training / multijob -> reports -> sweeps -> api -> cli
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_API = ("Cluster", "CompareResult", "FabricsimError", "PerfResult", "SweepResult", "TrainResult", "cluster", "compare",
-        "doctor", "perf", "report", "sizes", "sweep", "train")
+_API = ("Cluster", "CompareResult", "FabricsimError", "JobsResult", "PerfResult", "SweepResult", "TrainResult", "cluster",
+        "compare", "doctor", "jobs", "perf", "report", "sizes", "sweep", "train")
 __all__ = ["__version__", *_API]
 
 if TYPE_CHECKING:
     from fabricsim.api import (
-        Cluster, CompareResult, FabricsimError, PerfResult, SweepResult, TrainResult, cluster, compare, doctor, perf,
-        report, sizes, sweep, train,
+        Cluster, CompareResult, FabricsimError, JobsResult, PerfResult, SweepResult, TrainResult, cluster, compare,
+        doctor, jobs, perf, report, sizes, sweep, train,
     )
 
 

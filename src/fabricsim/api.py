@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import pandas
 
     from fabricsim.diagnosis import Diagnosis
+    from fabricsim.multijob.run import JobsRun
+    from fabricsim.multijob.spec import JobsFile
     from fabricsim.reports.compare import CompareRow, CompareSummary
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.nccltests_table import PerfRow
@@ -38,8 +40,8 @@ if TYPE_CHECKING:
     from fabricsim.training.step import StepResult
     from fabricsim.training.sweep import Exposure, Refused, Wall
 
-__all__ = ["Cluster", "CompareResult", "FabricsimError", "PerfResult", "SweepResult", "TrainResult", "cluster",
-           "compare", "doctor", "perf", "report", "sizes", "sweep", "train"]
+__all__ = ["Cluster", "CompareResult", "FabricsimError", "JobsResult", "PerfResult", "SweepResult", "TrainResult",
+           "cluster", "compare", "doctor", "jobs", "perf", "report", "sizes", "sweep", "train"]
 
 Progress = Callable[[int, int], None]  # progress(done, total)
 SweepProgress = Callable[[int, int, int], None]  # progress(points done, points in all, points failed)
@@ -92,13 +94,9 @@ class Cluster:
 
 def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
     """[0, 1, 2, 3, 8, 9] -> '0-3,8-9'."""
-    runs: list[list[int]] = []
-    for r in (int(x) for x in ranks):
-        if runs and r == runs[-1][1] + 1:
-            runs[-1][1] = r
-        else:
-            runs.append([r, r])
-    return ",".join(f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in runs)
+    from fabricsim.units import format_ranks
+
+    return format_ranks(ranks)
 
 
 def _unit(spec: ClusterSpec) -> int:
@@ -633,6 +631,80 @@ def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | Cluster
         return cluster.spec  # built from a ClusterSpec: the template itself
     default = topology.load_spec(cluster.source)
     return cluster.source if cluster.spec.routing == default.routing else replace(default, routing=cluster.spec.routing)
+
+
+@dataclass(frozen=True, eq=False)
+class JobsResult:
+    """Jobs sharing one fabric: `runs`, one per placement asked for (`multijob.run.JobsRun`: per job its time alone
+    and shared, slowdown and the links that held it back; the contended links; the fabric's utilisation over
+    time). Several runs are the same jobs placed by each policy, for comparison."""
+
+    runs: tuple[JobsRun, ...]
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per (placement, job): times in seconds, slowdown, the link that held it back most."""
+        return [{"placement": run.placement, "job": j.name, "gpus": j.gpus, "communication": j.what,
+                 "iterations": j.iterations, "start_s": j.start, "alone_s": j.alone, "shared_s": j.shared,
+                 "slowdown": j.slowdown,
+                 "held_back_by": run.topology.link_name(j.held_back[0][0]) if j.held_back else None}
+                for run in self.runs for j in run.jobs]
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The records as a DataFrame (needs the `fabricsim[pandas]` extra)."""
+        return _dataframe(self.to_records())
+
+    def figure(self) -> Any:
+        """Each job's rate and each fabric tier's utilisation over time, per run: a matplotlib Figure (needs
+        `fabricsim[plot]`)."""
+        from fabricsim.reports.jobs import figure
+
+        return figure(self.runs)
+
+    def to_perfetto(self, path: str | Path) -> Path:
+        """Write a Perfetto trace (one track per job, the fabric's utilisation as counters) and return its path."""
+        from fabricsim.multijob.trace import to_perfetto
+
+        return to_perfetto(self.runs, path)
+
+    def __repr__(self) -> str:
+        parts = [f"{run.placement}: " + ", ".join(f"{j.name} x{j.slowdown:.2f}" for j in run.jobs) for run in self.runs]
+        first = self.runs[0]
+        return f"JobsResult({len(first.jobs)} jobs on {first.cluster}, {first.gpus:,} GPUs; {'; '.join(parts)})"
+
+
+def jobs(source: str | Path | Mapping[str, Any] | JobsFile, *, placement: str | Sequence[str] | None = None,
+         level: str | None = None, routing: str | None = None, progress: Progress | None = None) -> JobsResult:
+    """Run several jobs on one fabric, alone and together: `source` is a jobs file (YAML: cluster, jobs with their
+    GPUs, communication and start times; `fabricsim schema jobs`), its contents as a mapping, or a `JobsFile`.
+    `placement` ('packed', 'scattered', 'random') places every job given a GPU count by that policy; a list runs
+    the same jobs once per policy, to compare them. `level` / `routing` replace the file's."""
+    import msgspec
+
+    from fabricsim.multijob.run import build_cluster, run_jobs
+    from fabricsim.multijob.spec import JobsFile, jobs_from, load_jobs
+
+    if isinstance(source, JobsFile):
+        spec = source
+    elif isinstance(source, Mapping):
+        spec = jobs_from(dict(source))
+    else:
+        spec = load_jobs(source)
+    if level is not None or routing is not None:
+        if level not in (None, "flow", "analytical"):
+            raise FabricsimError(f"unknown level '{level}': use 'flow' or 'analytical'")
+        if routing not in (None, "ecmp", "adaptive"):
+            raise FabricsimError(f"unknown routing '{routing}': use 'ecmp' or 'adaptive'")
+        spec = msgspec.structs.replace(spec, level=level or spec.level, routing=routing or spec.routing)
+    policies: list[str | None] = [placement] if placement is None or isinstance(placement, str) else list(placement)
+    if not policies:
+        raise FabricsimError("placement lists no policy: give one or more of packed, scattered, random")
+    topo = build_cluster(spec)
+    total = len(policies) * len(spec.jobs)
+
+    def tick(i: int) -> Callable[[int, int], None]:
+        return lambda done, _n: progress(i * len(spec.jobs) + done, total) if progress is not None else None
+
+    return JobsResult(tuple(run_jobs(spec, p, topo=topo, progress=tick(i)) for i, p in enumerate(policies)))
 
 
 def _dataframe(records: list[dict[str, Any]]) -> pandas.DataFrame:

@@ -51,6 +51,36 @@ def parse_size(text: str | int) -> int:
     return int(value)
 
 
+_TIME_RE = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*(s|ms|us|ns)?\s*$")
+_TIME_PER_SECOND = {None: 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
+MAX_SECONDS = 1e9  # about 30 years: no run fabricsim times comes near it
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Seconds from a number (seconds) or text with a unit: '2.5', '5ms', '20us', '100ns', '1s'."""
+    if isinstance(text, bool) or not isinstance(text, (int, float, str)):
+        raise FabricsimError(f"invalid duration {text!r}: give seconds, or a number with s, ms, us or ns, e.g. 5ms")
+    if isinstance(text, str):
+        m = _TIME_RE.match(text)
+        if not m:
+            raise FabricsimError(f"invalid duration '{text[:40]}': use a number with an optional unit s, ms, us or ns, "
+                                 "e.g. 5ms or 0.002")
+        value = float(m.group(1)) / _TIME_PER_SECOND[m.group(2)]
+    else:
+        value = float(text)
+    if not 0 <= value <= MAX_SECONDS:  # also refuses NaN
+        raise FabricsimError(f"duration {text!r} must be between 0 and {MAX_SECONDS:.0e} seconds")
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    """Readable time: 1.25 s, 3.4 ms, 12 us."""
+    for unit, div in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= div:
+            return f"{seconds / div:.4g} {unit}"
+    return f"{seconds * 1e9:.4g} ns"
+
+
 def gbps_to_bytes(gbit_per_s: float) -> float:
     """Line rate in Gb/s (network convention) to bytes/s."""
     return gbit_per_s * Gbit
@@ -62,3 +92,14 @@ def format_bytes(n: float) -> str:
         if abs(n) >= div:
             return f"{n / div:.4g} {unit}"
     return f"{n:.0f} B"
+
+
+def format_ranks(ranks) -> str:
+    """GPU ranks as ranges: [0, 1, 2, 3, 8, 9] -> '0-3,8-9'."""
+    runs: list[list[int]] = []
+    for r in (int(x) for x in ranks):
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    return ",".join(f"{lo}-{hi}" if hi > lo else f"{lo}" for lo, hi in runs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 COMMANDS: dict[str, str] = {
     "compare": "fabricsim.cli.compare:compare",
     "doctor": "fabricsim.cli.doctor:doctor",
+    "jobs": "fabricsim.cli.jobs:jobs",
     "nccl-tests": "fabricsim.cli.nccltests:nccl_tests",
     "perf": "fabricsim.cli.perf:perf",
     "report": "fabricsim.cli.report:report",

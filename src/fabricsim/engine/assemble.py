@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabricsim.engine import symmetry
+from fabricsim.engine import invariants, symmetry
 from fabricsim.engine.capacity import effective_capacity, link_efficiency
 from fabricsim.engine.flows import FlowSet
 from fabricsim.engine.plan import Plan, Pricing
@@ -41,6 +41,8 @@ def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: 
     size = plan.nbytes
     algbw = size / time if time > 0 else 0.0
     busbw = algbw * BUSBW_FACTOR[plan.collective](plan.nranks) if plan.collective in BUSBW_FACTOR else algbw
+    if invariants.ON:
+        _check(topo, link_bytes, bandwidth_time)
     bottlenecks, count = _bottlenecks(topo, plan, link_bytes, link_util)
     return Result(
         collective=plan.collective, algorithm=plan.algorithm, protocol=price.protocol, nranks=plan.nranks, nbytes=size,
@@ -49,7 +51,24 @@ def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: 
         limiter=_limiter(plan, price, drained, bottlenecks, slowdown),
         bottlenecks=bottlenecks, bottleneck_count=count, link_bytes=link_bytes, link_util=link_util,
         timeline=_timeline(plan, price, drained, t_sum, steady, slowdown), slices=p, slowdown=slowdown, topo=topo,
+        connection_bytes=drained.wire_scale * _connection_bytes(plan.union),
     )
+
+
+def _check(topo: Topology, link_bytes: np.ndarray, bandwidth_time: float) -> None:
+    """No link carries bytes it could not move in the bandwidth time (at its effective capacity: a degraded link at
+    its degraded one, a link of no capacity nothing), and none carries a negative amount."""
+    if (link_bytes < 0).any():
+        lk = int(np.argmin(link_bytes))
+        raise invariants.InvariantViolation(f"link {topo.link_name(lk)} carries {link_bytes[lk]:.6g} bytes")
+    invariants.check_link_loads(f"Result over its {bandwidth_time:.6g} s bandwidth time", link_bytes,
+                                effective_capacity(topo) * bandwidth_time)
+
+
+def _connection_bytes(fs: FlowSet) -> float:
+    """Mean bytes one connection of these flows moves (a flow of multiplicity m is m connections)."""
+    connections = float(fs.mult.sum())
+    return float(np.dot(fs.nbytes, fs.mult)) / connections if connections > 0 else 0.0
 
 
 def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bottleneck, ...],

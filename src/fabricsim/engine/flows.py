@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from fabricsim.engine import invariants
 from fabricsim.engine.protocols import HOP_NET, HOP_NVLINK, HOP_PCI
 from fabricsim.errors import FabricsimError
 from fabricsim import routing
@@ -136,6 +137,9 @@ def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarr
     usrc, udst, ubytes, counts, _ = _unique_transfers(src[keep], dst[keep], nbytes[keep])
     routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive)
     edge_flow, edge_link, edge_share = _transfer_edges(routes, topo.n_links)
+    if invariants.ON:
+        invariants.check_conservation("routed transfers", topo.link_src, topo.link_dst, topo.n_devices, edge_flow,
+                                      edge_link, edge_share, topo.gpu_device[usrc], topo.gpu_device[udst])
     pair = routes.path_pair.astype(np.int64)
     first = np.flatnonzero(np.concatenate([[True], pair[1:] != pair[:-1]]))  # paths of a pair are contiguous
     payload = ubytes / conns

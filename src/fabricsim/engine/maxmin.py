@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fabricsim.engine import invariants
+
 _REL_TOL = 1e-9
 
 
@@ -87,7 +89,17 @@ def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, cap
     inc = _Incidence.of(edge_flow, edge_link, n_flows, capacity, edge_share)
     every = np.ones(n_flows, dtype=bool)
     load, crossing = _link_loads(inc, np.arange(inc.edge_flow.shape[0]), mult)
-    return _fill(inc, every, load, crossing, inc.cap.copy(), 0.0, mult, rate_cap, _by_cap(rate_cap, every))
+    rate = _fill(inc, every, load, crossing, inc.cap.copy(), 0.0, mult, rate_cap, _by_cap(rate_cap, every))
+    if invariants.ON:
+        _check(inc, every, rate, mult, rate_cap, "max-min rates")
+    return rate
+
+
+def _check(inc: _Incidence, flows: np.ndarray, rate: np.ndarray, mult: np.ndarray, rate_cap: np.ndarray | None,
+           what: str) -> None:
+    """The invariants of a solve: no crossed link above its capacity, no flow above its cap (flows: a mask)."""
+    invariants.check_link_loads(what, _usage(inc, np.flatnonzero(flows), rate, mult), inc.cap)
+    invariants.check_rates(what, rate[flows], None if rate_cap is None else rate_cap[flows])
 
 
 def _link_loads(inc: _Incidence, edges: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -181,6 +193,8 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
     while (alive & ~persistent).any():  # left by the break below once the last finite flow finishes
         rates = _fill(inc, alive & ~kept, load.copy(), crossing.copy(), base, start, mult, rate_cap, capped)
         rates[kept] = kept_rate[kept]
+        if invariants.ON:
+            _check(inc, alive, rates, mult, rate_cap, "draining flows")
         ids = np.flatnonzero(alive & ~persistent)
         left = remaining[ids] / rates[ids]
         dt = float(left.min())
@@ -188,6 +202,8 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
         run = np.flatnonzero(alive)
         remaining[run] -= rates[run] * dt
         done = ids[left <= dt * (1 + _REL_TOL)]
+        if invariants.ON:  # what a finished flow has not moved is what it injected but did not deliver
+            invariants.check_delivered("draining flows", nbytes[done] - remaining[done], nbytes[done])
         remaining[done] = 0.0
         finish[done] = t
         alive[done] = False

@@ -94,6 +94,7 @@ class Result:
     slices: int  # pipeline slices per channel (NCCL slice size)
     slowdown: float  # bandwidth-time factor from sharing the fabric with other jobs (1: alone)
     topo: Topology
+    connection_bytes: float = 0.0  # wire bytes one connection moves over the whole collective (mean over connections)
 
     def __repr__(self) -> str:  # the arrays and the topology would print hundreds of KB at scale
         neck = f", bottleneck {self.bottlenecks[0].name}" if self.bottlenecks else ""

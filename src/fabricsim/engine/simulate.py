@@ -20,8 +20,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fabricsim.engine import solve, unit_cache
+from fabricsim.engine import coflows, solve, unit_cache
 from fabricsim.engine.assemble import result
+from fabricsim.engine.capacity import effective_capacity
 from fabricsim.engine.call import Call, Job, Options, job_call, options, traffic_call
 from fabricsim.engine.flows import FlowRules, FlowSet, empty_flows, p2p_flows
 from fabricsim.engine.plan import call_model, plan_traffic, price
@@ -93,31 +94,42 @@ def _background(topo: Topology, background, opts: Options) -> FlowSet:
 
 def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: str = "flow", pxn: bool | None = None,
                         adaptive: bool | None = None, background=None) -> list[Result]:
-    """Time several collectives running at once on one fabric; they contend on shared links.
+    """Time several collectives starting together on one fabric; they contend on shared links.
 
-    Each job's pipelined bandwidth phase is drained together with every other job's (flows re-share links as
-    jobs finish); its bandwidth time is its solo time scaled by (drain time together / drain time alone).
-    Jobs are `Job`s or tuples (schedule, nbytes, ranks, ...) in `Job`'s field order.
+    Each job is timed alone (with the background traffic), then all run at once as coflows (`engine.coflows`):
+    each job's connections in lockstep at its own pace, sharing the links they ask more of than there is max-min
+    fairly per connection, re-shared as jobs finish. A job's bandwidth time is stretched by what it lost
+    (`Result.slowdown`: its bandwidth time together / alone). Jobs are `Job`s or tuples (schedule, nbytes,
+    ranks, ...) in `Job`'s field order; `background`: (src, dst) GPU ranks of never-ending flows.
     """
     opts = options(topo, level, pxn, adaptive)
-    jobs = [j if isinstance(j, Job) else Job(*j) for j in jobs]
-    if len(jobs) > 1 and any(j.schedule.rotations > 1 for j in jobs):
-        raise FabricsimError("a rotated all-to-all (more than 1,024 ranks) is timed alone, by symmetry: "
-                             "simulate it on its own, or run the concurrent jobs on fewer ranks")
-    calls = [job_call(topo, j) for j in jobs]
+    calls = [job_call(topo, j if isinstance(j, Job) else Job(*j)) for j in jobs]
     bg = _background(topo, background, opts)
-    timed = []
+    alone = []
     for call in calls:
         model = call_model(topo, call)
         plan = plan_traffic(topo, schedule_traffic(call.schedule, call.nbytes, call.elem_size), call, opts, model)
-        timed.append((plan, price(plan, model)))
-    wire = [plan.union.on_wire(pricing.wire_efficiency) for plan, pricing in timed]
-    solo = timed[0][0] if timed and timed[0][0].weight is not None else None  # a rotated schedule, alone (checked above)
-    together = solve.finish_times(topo, wire, opts.level, bg, None if solo is None else
-                                  solve.offered_capacity(topo, solo, solo.union))
+        pricing = price(plan, model)
+        drained = solve.drained(topo, plan, opts.level, bg, steady=pricing.slices > 1)
+        alone.append((plan, pricing, drained.scaled(1 / pricing.wire_efficiency)))
+    solo = [result(topo, plan, pricing, drained, opts.level) for plan, pricing, drained in alone]
+    work = [coflows.Workload(f"job {i}", (coflows.Phase("collective", coflows.Coflow.of(
+        r.link_bytes, r.connection_bytes, r.bandwidth_time)),)) for i, r in enumerate(solo)]
+    ran = coflows.run(effective_capacity(topo), work, _persistent(topo, bg))
     results = []
-    for (plan, pricing), fin in zip(timed, together):
-        drained = solve.drained(topo, plan, opts.level, bg, steady=True).scaled(1 / pricing.wire_efficiency)
-        alone, shared = drained.steady, float(fin.max(initial=0.0))
-        results.append(result(topo, plan, pricing, drained, opts.level, shared / alone if alone > 0 else 1.0))
+    for i, (r, (plan, pricing, drained)) in enumerate(zip(solo, alone)):
+        shared = ran.job_span(i)[1]
+        slowdown = max(1.0, shared / r.bandwidth_time) if r.bandwidth_time > 0 else 1.0
+        results.append(r if slowdown == 1.0 else result(topo, plan, pricing, drained, opts.level, slowdown))
     return results
+
+
+def _persistent(topo: Topology, bg: FlowSet) -> list[coflows.Coflow]:
+    """Background flows as never-ending coflows of one connection each (every copy its own)."""
+    out = []
+    for f in range(bg.n_flows):
+        mine = bg.edge_flow == f
+        links = bg.edge_link[mine]
+        weight = np.bincount(links, weights=bg.edge_share[mine] * bg.mult[f], minlength=topo.n_links)
+        out.append(coflows.Coflow(np.flatnonzero(weight), weight[weight > 0], 1.0, float(bg.rate_cap[f])))
+    return out

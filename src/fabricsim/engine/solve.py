@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fabricsim.engine import symmetry
+from fabricsim.engine import invariants, symmetry
 from fabricsim.engine.capacity import effective_capacity
 from fabricsim.engine.flows import FlowSet, concat
 from fabricsim.engine.maxmin import drain
@@ -58,8 +58,18 @@ def finish_times(topo: Topology, sets: list[FlowSet], level: str, bg: FlowSet,
         finish = np.zeros(n)
         np.maximum.at(finish, jobs.edge_flow, link_time[jobs.edge_link])
         finish = np.maximum(finish, jobs.nbytes / jobs.rate_cap)
+        if invariants.ON:  # each flow's mean rate (bytes / finish) within what the links offer the jobs
+            _check_mean_rates(topo, jobs, finish, share)
     bounds = np.cumsum([0] + [s.n_flows for s in sets])
     return [finish[bounds[i]:bounds[i + 1]] for i in range(len(sets))]
+
+
+def _check_mean_rates(topo: Topology, fs: FlowSet, finish: np.ndarray, share: np.ndarray) -> None:
+    moving = fs.nbytes > 0
+    rate = np.divide(fs.nbytes, finish, out=np.zeros(fs.n_flows), where=moving & (finish > 0))
+    invariants.check_rates("analytical level", rate, fs.rate_cap)
+    load = np.bincount(fs.edge_link, weights=(rate * fs.mult)[fs.edge_flow] * fs.edge_share, minlength=topo.n_links)
+    invariants.check_link_loads("analytical level", load, share)
 
 
 def offered_capacity(topo: Topology, plan: Plan, fs: FlowSet) -> np.ndarray | None:

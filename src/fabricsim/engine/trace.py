@@ -61,9 +61,14 @@ def trace_events(result: Result) -> list[dict]:
 
 def to_perfetto(result: Result, path: str | Path) -> Path:
     """Write the trace JSON to `path` and return it."""
+    return write_trace(trace_events(result), path)
+
+
+def write_trace(events: list[dict], path: str | Path) -> Path:
+    """Write trace events as Chrome / Perfetto trace JSON to `path` and return it."""
     path = Path(path)
     try:
-        path.write_text(json.dumps({"traceEvents": trace_events(result), "displayTimeUnit": "ns"}))
+        path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}))
     except OSError as err:
         raise FabricsimError(f"cannot write trace to {path}: {err.strerror}; choose a writable path") from None
     return path

@@ -38,8 +38,9 @@ def plot_format(path: str | Path) -> str:
     return fmt
 
 
-def new_figure(width: float, height: float, ncols: int = 1) -> tuple[Any, Any]:
-    """(figure, axes): a Figure on an Agg canvas with `ncols` axes side by side (one axes when ncols is 1)."""
+def new_figure(width: float, height: float, ncols: int = 1, nrows: int = 1) -> tuple[Any, Any]:
+    """(figure, axes): a Figure on an Agg canvas with `ncols` axes side by side (one axes when ncols is 1); with
+    `nrows` > 1 a (nrows, ncols) array of axes."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -47,7 +48,7 @@ def new_figure(width: float, height: float, ncols: int = 1) -> tuple[Any, Any]:
         raise FabricsimError(_NO_MATPLOTLIB) from None
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
-    return fig, fig.subplots(1, ncols)
+    return fig, fig.subplots(nrows, ncols, squeeze=nrows == 1)
 
 
 def save_figure(fig: Any, path: str | Path) -> None:

@@ -36,6 +36,7 @@ class EngineCommModel:
     level: str = "analytical"
     last_detail: dict | None = None
     placement: np.ndarray | None = None  # GPU of each Megatron rank (None: rank r runs on GPU r)
+    keep_results: bool = False  # put the engine Results of each call in its detail ('results'), for its traffic
     _cache: dict = field(default_factory=dict, repr=False)
 
     def time(self, collective: str, groups: np.ndarray, nbytes: float) -> float:
@@ -55,18 +56,22 @@ class EngineCommModel:
             detail = {"algorithm": choice.algorithm, "protocol": choice.protocol, "groups": len(groups),
                       "bound": choice.result.bound, "bottlenecks": [b.name for b in choice.result.bottlenecks],
                       "proxy": "uneven NVLink-domain shares timed as an even group"}
+            if self.keep_results:
+                detail["results"] = ()  # the proxy's traffic is not on the job's GPUs
             return float(choice.result.time), detail
         spread = int(np.argmax([len(np.unique(d)) for d in domains])) if len(groups) > 1 else 0
         choice = best(self.topo, collective, nbytes, ranks=groups[spread], elem_size=ELEM_SIZE, level=self.level)
-        result = choice.result
+        result, results = choice.result, (choice.result,)
         if len(groups) > 1 and not (domains == domains[:, :1]).all():
             job = choice.job
-            result = max((simulate(self.topo, replicate(job.schedule, len(layer)), nbytes, elem_size=ELEM_SIZE,
-                                   protocol=job.protocol, channels=job.channels, level=self.level, ranks=layer.ravel(),
-                                   net_peer_bw=job.net_peer_bw) for layer in disjoint_layers(groups)),
-                         key=lambda r: r.time)
+            results = tuple(simulate(self.topo, replicate(job.schedule, len(layer)), nbytes, elem_size=ELEM_SIZE,
+                                     protocol=job.protocol, channels=job.channels, level=self.level, ranks=layer.ravel(),
+                                     net_peer_bw=job.net_peer_bw) for layer in disjoint_layers(groups))
+            result = max(results, key=lambda r: r.time)
         detail = {"algorithm": choice.algorithm, "protocol": choice.protocol, "groups": len(groups),
                   "bound": result.bound, "bottlenecks": [b.name for b in result.bottlenecks]}
+        if self.keep_results:  # groups inside one NVLink domain each: the first group's (the others' are alike)
+            detail["results"] = results
         return float(result.time), detail
 
 

@@ -99,6 +99,29 @@ def _check_types(options: dict[str, Any]) -> None:
             raise FabricsimError(f"option '{key}' must be text, got {value!r}")
 
 
+def layout_request(options: dict[str, Any], search: bool = False) -> tuple[P.Parallelism | None, dict[str, Any]]:
+    """(template, defaults) from `train` options by name (None: unset): layout sizes given fix a template layout
+    (dp filled in per GPU count), else Megatron's default layout is chosen per count from `defaults`, the other
+    settings over DEFAULTS; with `search` the sizes given only fix those sizes of the search."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise FabricsimError(f"unknown training option(s) {', '.join(unknown)}: use some of {', '.join(OPTIONS)}")
+    _check_types(options)
+    given = {k: v for k, v in options.items() if v is not None}
+    sizes = {k: given.pop(k) for k in LAYOUT_SIZES if k in given}
+    settings = dict(DEFAULTS)
+    settings.update({FIELD_OF.get(k, k): v for k, v in given.items()})
+    if "recompute" in settings:
+        P.check_recompute(settings["recompute"])
+    if search and "dp" in sizes:
+        raise FabricsimError("--search chooses TP and PP and gives DP what is left: drop --dp (or drop --search)")
+    template = P.Parallelism(**sizes, **settings) if sizes and not search else None
+    defaults = {k: v for k, v in settings.items() if not (k == "global_batch" and v == 0)}
+    if search:
+        defaults.update(sizes)
+    return template, defaults
+
+
 def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *, search: bool = False,
                 compare: Iterable[str] = (), efficiency: float | None = None, seq: int | None = None,
                 comm_factory: Callable | None = None, progress: Callable[[int, int], None] | None = None,
@@ -114,27 +137,12 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
         spec_model = replace(spec_model, seq=seq)
     if efficiency is not None and not 0.01 <= efficiency <= 1:
         raise FabricsimError(f"--efficiency {efficiency} must be between 0.01 and 1, a fraction of peak compute")
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise FabricsimError(f"unknown training option(s) {', '.join(unknown)}: use some of {', '.join(OPTIONS)}")
-    _check_types(options)
     variants = list(dict.fromkeys(compare))
     bad = [v for v in variants if v not in VARIANTS]
     if bad:
         raise FabricsimError(f"unknown --compare option {', '.join(bad)}: use some of {', '.join(VARIANTS)}")
-    given = {k: v for k, v in options.items() if v is not None}
-    sizes = {k: given.pop(k) for k in LAYOUT_SIZES if k in given}
-    settings = dict(DEFAULTS)
-    settings.update({FIELD_OF.get(k, k): v for k, v in given.items()})
-    if "recompute" in settings:
-        P.check_recompute(settings["recompute"])
-    if search and "dp" in sizes:
-        raise FabricsimError("--search chooses TP and PP and gives DP what is left: drop --dp (or drop --search)")
-    explicit = bool(sizes) and not search
-    template = P.Parallelism(**sizes, **settings) if explicit else None
-    defaults = {k: v for k, v in settings.items() if not (k == "global_batch" and v == 0)}
-    if search:
-        defaults.update(sizes)
+    template, defaults = layout_request(options, search)
+    explicit = template is not None
     name = cluster if isinstance(cluster, str) else getattr(cluster, "name", "cluster")
     labels = ["baseline", *variants]
     total, done = len(set(counts)) * len(labels), [0]
