@@ -67,7 +67,8 @@ def test_cluster_files_load_build_and_say_what_they_cannot():
         text = path.read_text()
         assert text.startswith(f"# Calibration log {path.stem}:"), path.name
     gaps = spec_gaps(cluster_file("aws-p5-16gpu-ar-a").read_text())
-    assert gaps[0].startswith("EFA (SRD over libfabric") and any("4 EFA devices per GPU" in g for g in gaps)
+    assert gaps[0].startswith("NCCL_TUNER_PLUGIN=libnccl-ofi-tuner.so is loaded") and any("NCCL_BUFFSIZE" in g for g in gaps)
+    assert not any("EFA" in g for g in gaps)  # EFA and its 4 devices per GPU are cluster fields (transport, nics)
     assert all("\n" not in g and " # " not in g and not g.startswith("#") for g in gaps)
 
 

@@ -267,6 +267,8 @@ def _network(m: Machine, gpu, n: int, preset: ClusterSpec | None, notes: _Notes)
                spine_switch=switch)
     if transport in ("efa", "socket"):
         net["transport"] = transport
+    if transport == "efa":  # SRD sprays each flow's packets over many paths (AWS, IEEE Micro 2020)
+        net["routing"] = "adaptive"
     if ports > 1:
         net["nic_ports"] = ports
     return net, nics

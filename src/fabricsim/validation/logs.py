@@ -188,7 +188,8 @@ ENV: dict[str, Callable[[_Setup, str, str], EnvEffect]] = {
     "NCCL_NET_GDR_C2C": _default_is("1", "GPUDirect RDMA through C2C disabled is not modelled"),
     "NCCL_MNNVL_ENABLE": _fixed("cluster file", "the cluster file's NVLink domain spans the trays of a rack"),
     "NCCL_IB_HCA": _fixed("cluster file", "the cluster file lists the compute NICs the run used"),
-    "NCCL_GPUDIRECTTCPX_FORCE_ACK": _fixed("not modelled", "a GPUDirect-TCPX plugin setting: TCPX is not modelled"),
+    "NCCL_GPUDIRECTTCPX_FORCE_ACK": _fixed("not modelled", "the TCPX plugin's acknowledgement setting (the cluster "
+                                                           "file's transport is tcpx; its ACK timing is not modelled)"),
 }
 
 
