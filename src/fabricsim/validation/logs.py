@@ -127,7 +127,7 @@ def _p2p_disable(run: _Setup, var: str, value: str) -> EnvEffect:
     # through CPU memory (src/graph/paths.cc ncclTopoCheckP2p / addInterStep; the SHM transport). fabricsim
     # says that with a PCIe-only node whose GPUs may not reach each other directly.
     run.spec = dataclasses.replace(s, scaleup="pcie", domain_size=s.gpus_per_node, nvswitch_chips=0, nvls=False,
-                                   p2p=False)
+                                   p2p=False, nvlinks=0, rack_trays=0, domain_racks=1)
     return EnvEffect(var, value, "applied", "GPU-to-GPU traffic through host memory: scaleup pcie, p2p false, "
                                             "no NVLink or NVLS")
 
