@@ -22,12 +22,14 @@ from tests.validation.log_index import FIX, entry, write_index
 
 # Regression bounds on the 16 logs (pooled over every size of every log, absolute %). The issue's targets are a
 # busbw median <= 12% and p90 <= 40% at >= 1 MiB, and a time median <= 25% at <= 64 KiB; these bounds are today's
-# figures (analytical engine level: 25.8%, 534.1%, 31.8%) rounded up, not the targets. Above p90 sit the
-# RTX 4090 boxes (+534% / +829%: lane widths and host path not stated); the p5 logs are EFA's 4 NICs per GPU seen
-# as one, the two-rack GB200 log the missing cross-rack MNNVL mechanism (see the cluster files' '# gap:' lines).
-BUSBW_MEDIAN_BOUND = 26.0
+# figures (analytical engine level: 26.1%, 534.1%, 25.9%) rounded up, not the targets. Above p90 sit the
+# RTX 4090 boxes (+534% / +819%: lane widths and host path not stated); the A3 High log (+93%) runs GPUDirect-TCPX,
+# whose throughput per NIC no source gives (its NICs run at the catalog's network efficiency, the log measures
+# half of it); the p5 logs' mid sizes and the two-rack GB200 log await the mid-size pipeline and cross-rack MNNVL
+# mechanisms (see the cluster files' '# gap:' lines).
+BUSBW_MEDIAN_BOUND = 26.5
 BUSBW_P90_BOUND = 535.0
-TIME_MEDIAN_BOUND = 32.0
+TIME_MEDIAN_BOUND = 26.5
 
 needs_data = pytest.mark.skipif(not default_index().is_file(), reason=f"calibration logs not found at {default_index()}")
 
