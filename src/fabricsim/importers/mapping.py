@@ -372,9 +372,16 @@ def _pcie(m: Machine, gpu, n: int, preset: ClusterSpec | None, nic_count: int, n
     if m.gpus and any(g.busid for g in m.gpus) and not any(labels):
         return dict(pcie_switches_per_node=0, pcie_switch="", **out)  # the PCI tree shows GPUs on CPU root ports
     if preset and preset.gpus_per_node == n:
-        notes.assumed.append(f"PCIe layout not in the inputs: {preset.pcie_switches_per_node} x {preset.pcie_switch or 'none'}"
-                             f" as {preset.name}")
-        return dict(pcie_switches_per_node=preset.pcie_switches_per_node, pcie_switch=preset.pcie_switch, **out)
+        count, part = preset.pcie_switches_per_node, preset.pcie_switch
+        if count and -(-n // count) + -(-nic_count // count) + 1 > hardware.get_switch(part).ports:
+            # more NICs than the preset's switches hold (p5: 4 EFA per GPU): one switch per GPU with its own NICs
+            count = n
+            part = _pcie_part(int(hardware.get_switch(part).port_link[-1]), 1 + -(-nic_count // n) + 1, notes)
+            notes.assumed.append(f"PCIe layout not in the inputs: one {part} per GPU with its {nic_count // n} NICs "
+                                 f"({preset.name}'s {preset.pcie_switches_per_node} switches do not hold {nic_count} NICs)")
+        else:
+            notes.assumed.append(f"PCIe layout not in the inputs: {count} x {part or 'none'} as {preset.name}")
+        return dict(pcie_switches_per_node=count, pcie_switch=part, **out)
     notes.assumed.append("PCIe layout not in the inputs: GPUs and NICs on CPU root ports")
     return dict(pcie_switches_per_node=0, pcie_switch="", **out)
 

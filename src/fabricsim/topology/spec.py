@@ -147,6 +147,15 @@ class ClusterSpec:
         return "arm" if self.host_cpu == "grace" else "amd" if self.cpu_vendor == "amd" else "intel"
 
     @property
+    def net_devices(self) -> int:
+        """NCCL's network devices per node: one per NIC card (its ports fused, NCCL_NET_MERGE_LEVEL's default), or one
+        per GPU's NIC group where the transport's plugin groups a GPU's NICs (aws-ofi-nccl on EFA)."""
+        t = hardware.TRANSPORTS.get(self.net_transport)
+        if t is not None and t.fuses_local_nics and self.nics_per_node >= self.gpus_per_node:
+            return self.gpus_per_node
+        return self.nics_per_node
+
+    @property
     def nics_per_gpu(self) -> int:
         """NIC ports each GPU sends on (its own cards' ports, or the ports of the card it shares); 0 without NICs."""
         if not self.nics_per_node:
