@@ -126,15 +126,20 @@ class ClusterSpec:
         inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
         _check_values(self)
 
-    def to_yaml(self) -> str:
-        """YAML text that `from_yaml` reads back into an equal spec."""
-        import yaml  # here, not at module level: a preset run never loads the YAML parser
-
+    def fields(self) -> dict:
+        """The spec as plain data, as a cluster file writes it: fields added later only where set (so a file, or a
+        sweep's key hashed from these, stays the same when a new field arrives)."""
         values = dataclasses.asdict(self)
         for name in _WRITTEN_WHEN_SET:
             if values[name] == _DEFAULTS[name]:
                 del values[name]
-        return yaml.safe_dump(values, sort_keys=False)
+        return values
+
+    def to_yaml(self) -> str:
+        """YAML text that `from_yaml` reads back into an equal spec."""
+        import yaml  # here, not at module level: a preset run never loads the YAML parser
+
+        return yaml.safe_dump(self.fields(), sort_keys=False)
 
     @property
     def net_transport(self) -> str:
