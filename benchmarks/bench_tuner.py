@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from fabricsim.cli.perf import sizes
+from fabricsim.reports.sweep import sizes
 from fabricsim.topology import load_cluster
 from fabricsim.tuner.select import best
 

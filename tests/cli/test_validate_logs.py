@@ -11,7 +11,7 @@ from tests.validation.log_index import entry, write_index
 
 
 def test_cli_logs_json_and_table(tmp_path, capsys):
-    index = write_index(tmp_path, entry())
+    index = write_index(tmp_path, entry(env={"NCCL_DEBUG": "INFO"}))
     assert main(["validate", "--logs", "--data", str(index), "--level", "analytical", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"JSON holds {c}"))
     (log,) = doc["logs"]
@@ -22,7 +22,8 @@ def test_cli_logs_json_and_table(tmp_path, capsys):
     assert out.startswith("nccl-tests logs: absolute % error") and "oke-gb200-8gpu-ar" not in out
     assert main(["validate", "--logs", "--data", str(index), "--level", "analytical"]) == 0
     out = capsys.readouterr().out
-    assert "a rack with 2 of its 18 trays in use" in out  # the cluster file's gap, printed with the table
+    assert "NCCL_DEBUG=INFO: no effect (logging only)" in out  # how the run's environment is honoured
+    assert "what each log's cluster file cannot say" in out  # and the cluster files' gaps (this one says it all)
 
 
 def test_cli_logs_errors(tmp_path, capsys):

@@ -66,7 +66,7 @@ def test_malformed_yaml_names_file_and_line(tmp_path):
     (("nodes", "0"), "field 'nodes' is 0: it must be a whole number from 1"),
     (("nic_gbps", "-400"), "field 'nic_gbps' is -400: it must be a number from 0 to 10,000"),
     (("rail_optimized", "'yes'"), "field 'rail_optimized' is 'yes': it must be true or false"),
-    (("scaleup", "torus"), "field 'scaleup' is 'torus': it must be one of 'nvl72', 'nvlink-mesh', 'nvswitch', 'pcie'"),
+    (("scaleup", "torus"), "field 'scaleup' is 'torus': it must be one of 'nvl72', 'nvlink-bridge', 'nvlink-mesh', 'nvswitch', 'pcie'"),
     (("levels", "4"), "field 'levels' is 4: it must be one of 1, 2, 3, 'auto'"),
     (("routing", "random"), "field 'routing' is 'random': it must be one of 'adaptive', 'ecmp'"),
     (("bogus_key", "1"), "unknown key 'bogus_key'.*`fabricsim schema cluster`"),

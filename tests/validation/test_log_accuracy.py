@@ -22,12 +22,14 @@ from tests.validation.log_index import FIX, entry, write_index
 
 # Regression bounds on the 16 logs (pooled over every size of every log, absolute %). The issue's targets are a
 # busbw median <= 12% and p90 <= 40% at >= 1 MiB, and a time median <= 25% at <= 64 KiB; these bounds are today's
-# figures (analytical engine level: 25.8%, 534.1%, 31.8%) rounded up, not the targets. Above p90 sit the
-# RTX 4090 boxes (+534% / +829%: lane widths and host path not stated); the p5 logs are EFA's 4 NICs per GPU seen
-# as one, the two-rack GB200 log the missing cross-rack MNNVL mechanism (see the cluster files' '# gap:' lines).
-BUSBW_MEDIAN_BOUND = 26.0
+# figures (analytical engine level: 26.1%, 534.1%, 25.9%) rounded up, not the targets. Above p90 sit the
+# RTX 4090 boxes (+534% / +819%: lane widths and host path not stated); the A3 High log (+93%) runs GPUDirect-TCPX,
+# whose throughput per NIC no source gives (its NICs run at the catalog's network efficiency, the log measures
+# half of it); the p5 logs' mid sizes and the two-rack GB200 log await the mid-size pipeline and cross-rack MNNVL
+# mechanisms (see the cluster files' '# gap:' lines).
+BUSBW_MEDIAN_BOUND = 26.5
 BUSBW_P90_BOUND = 535.0
-TIME_MEDIAN_BOUND = 32.0
+TIME_MEDIAN_BOUND = 26.5
 
 needs_data = pytest.mark.skipif(not default_index().is_file(), reason=f"calibration logs not found at {default_index()}")
 
@@ -67,7 +69,8 @@ def test_cluster_files_load_build_and_say_what_they_cannot():
         text = path.read_text()
         assert text.startswith(f"# Calibration log {path.stem}:"), path.name
     gaps = spec_gaps(cluster_file("aws-p5-16gpu-ar-a").read_text())
-    assert gaps[0].startswith("EFA (SRD over libfabric") and any("4 EFA devices per GPU" in g for g in gaps)
+    assert gaps[0].startswith("NCCL_TUNER_PLUGIN=libnccl-ofi-tuner.so is loaded") and any("NCCL_BUFFSIZE" in g for g in gaps)
+    assert not any("EFA" in g for g in gaps)  # EFA and its 4 devices per GPU are cluster fields (transport, nics)
     assert all("\n" not in g and " # " not in g and not g.startswith("#") for g in gaps)
 
 

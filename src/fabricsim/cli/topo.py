@@ -34,6 +34,17 @@ def list_presets() -> None:
         click.echo(f"{name:<{width}}  {desc}")
 
 
+def _transport(s: dict) -> str:
+    """', transport efa, 4 NIC ports per GPU' where the transport is not the fabric's own or GPUs send on several
+    ports (nothing for a plain InfiniBand or RoCE cluster, whose summary reads as it always has)."""
+    from fabricsim.hardware import DEFAULT_TRANSPORT
+
+    t = s.get("transport")
+    text = f", transport {t}" if t and t != DEFAULT_TRANSPORT.get(s["fabric"] or "none") else ""
+    per = s.get("nics_per_gpu", 0)
+    return text + (f", {per} NIC ports per GPU" if per > 1 else "")
+
+
 def render(s: dict) -> str:
     """The summary as an aligned, deterministic text report."""
     rows = [
@@ -50,6 +61,7 @@ def render(s: dict) -> str:
                             f"{min(s['gpus_per_domain'] or s['gpus'], s['gpus'])} GPUs x {_bw(s['scaleup_bw_per_gpu'])})"),
         ("bisection", f"{_bw(s['bisection_bw'])}/dir, {_bw(s['bisection_bw_bidir'])} both ({s['bisection_cut']})"),
         ("fabric", f"{s['fabric'] or 'none'}, {s['fabric_levels']} level(s)"
+                   + _transport(s)
                    + (f", {s['fabric_planes']} rail planes" if s["fabric_planes"] > 1 else "")),
         ("features", ", ".join(k for k, v in s["features"].items() if v) or "none"),
         ("switches", ", ".join(f"{k} {v:,}" for k, v in s["switches"].items() if v)),

@@ -61,11 +61,19 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
 @click.option("--p2p", is_flag=True, help="Score the point-to-point microbenchmark rows against the hardware catalog instead.")
 @click.option("--logs", is_flag=True, help="Score the real nccl-tests logs instead (logs/index.jsonl beside the "
               "calibration data; --data names another index.jsonl).")
-def validate(data, level, fmt, summary_only, training, p2p, logs):
+@click.option("--added", is_flag=True, help="Score the added public measurements (nccl-tests rows from public sources "
+              "outside the calibration set, each on its own cluster file) instead: a group apart from the calibration "
+              "figures (--data names another file of such rows).")
+def validate(data, level, fmt, summary_only, training, p2p, logs, added):
     """Predict every collective (or, with --training / --p2p / --logs, training, point-to-point or nccl-tests log)
-    measurement in the calibration set and print the error."""
+    measurement in the calibration set and print the error; --added scores the added public measurements."""
     from fabricsim.calibration_data import require
 
+    if added:
+        if training or p2p or logs:
+            raise FabricsimError("--added scores the added public measurements alone: drop --training / --p2p / --logs")
+        _added(data, fmt, level or "flow", summary_only)
+        return
     if logs:
         if training or p2p:
             raise FabricsimError("--logs scores the nccl-tests logs alone: drop --training / --p2p")
@@ -125,10 +133,29 @@ def _training(path, fmt: str, level: str) -> None:
 
 
 def _collectives(path, fmt: str, level: str, summary_only: bool) -> None:
-    from fabricsim.validation.accuracy import run, summary
+    from fabricsim.validation.accuracy import run
 
     with progress_bar("validate") as progress:
         preds, skipped = run(path, level=level, progress=progress)
+    _print_accuracy(preds, skipped, fmt, summary_only)
+
+
+def _added(path, fmt: str, level: str, summary_only: bool) -> None:
+    """--added: the added public measurements (validation.added), scored apart from the calibration set."""
+    from fabricsim.validation.accuracy import run_cases
+    from fabricsim.validation.added import cases
+
+    with progress_bar("validate --added") as progress:
+        preds, skipped = run_cases(*cases(path), level=level, progress=progress)
+    if fmt != "json":
+        click.echo("added public measurements (public nccl-tests rows outside the calibration set, each on the cluster "
+                   "file written from its source's hardware; not part of the calibration figures)\n")
+    _print_accuracy(preds, skipped, fmt, summary_only)
+
+
+def _print_accuracy(preds, skipped, fmt: str, summary_only: bool) -> None:
+    from fabricsim.validation.accuracy import summary
+
     if fmt == "json":
         doc = {
             "rows": [{"id": p.case.id, "measured": p.case.measured, "predicted": p.predicted, "error_pct": p.error,

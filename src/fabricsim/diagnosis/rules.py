@@ -140,18 +140,23 @@ def nics_in_use(ctx: Context) -> list[Hypothesis]:
         evidence = _q(f, "net") + [f"the channel lines use {used} of the {listed} NET devices "
                                    f"({', '.join(map(str, sorted(next(iter(f.info.net_devs.values())))))})"]
         evidence += _q(f, "net_gdr", "net_host")[:1]
-    elif named and len(named) < ctx.spec.nics_per_node:
+    elif named and len(named) < ctx.spec.net_devices:
         k, state, evidence = len(named), SHOWN, [f.env_quote("NCCL_IB_HCA")]
     elif used and listed:
         return [_hyp("nics", title, RULED_OUT, _q(f, "net")[:1] + [f"the channel lines use all {listed} NET devices"],
                      None)]
     else:
         return []
-    if k >= ctx.spec.nics_per_node:
-        return [_hyp("nics", title, state, evidence, None, f"the cluster already has {ctx.spec.nics_per_node} NICs "
+    devices = ctx.spec.net_devices  # NCCL's NET devices (a card's ports fused, EFA's NIC groups)
+    if k >= devices:
+        return [_hyp("nics", title, state, evidence, None, f"the cluster already has {devices} NET devices "
                                                           f"per node, not more than the {k} in use")]
-    return [_hyp("nics", title, state, evidence, ctx.variant(f"re-predicted with nics_per_node: {k}",
-                                                             nics_per_node=k))]
+    cards = k * (ctx.spec.nics_per_node // devices)
+    n = ctx.spec.gpus_per_node
+    if cards % n and n % cards:  # the cards a cluster file can spread evenly over its GPUs, at most those in use
+        cards = max(d for d in range(1, cards + 1) if d % n == 0 or n % d == 0)
+    return [_hyp("nics", title, state, evidence, ctx.variant(f"re-predicted with nics_per_node: {cards}",
+                                                             nics_per_node=cards))]
 
 
 # --- channels ---------------------------------------------------------------------------------------------------
@@ -366,6 +371,8 @@ def transport_floor(ctx: Context) -> list[Hypothesis]:
         return []
     names = {"efa": "EFA through aws-ofi-nccl", "tcpx": "GPUDirect-TCPX (TCP)", "socket": "TCP sockets (NET/Socket)"}
     title = f"per-message floor of a software transport: {names[kind]}"
+    if kind == "efa" and ctx.spec.net_transport == "efa":  # the engine charges EFA's documented per-step cost
+        return [_hyp("transport", title, IN_PREDICTION, evidence + ["the cluster has transport: efa"], None)]
     if kind == "efa":
         if ctx.facts.info.plugin_latency_us is not None:
             evidence = evidence + _q(ctx.facts, "plugin_latency")[:1]

@@ -18,7 +18,7 @@ import numpy as np
 from fabricsim.engine import symmetry
 from fabricsim.engine.call import Call, Options
 from fabricsim.engine.flows import N_HOPS, FlowRules, FlowSet, concat, item_latency, step_flows
-from fabricsim.engine.protocols import ProtocolModel, nccl_arch, protocol_model
+from fabricsim.engine.protocols import ProtocolModel, nccl_arch, net_step_latency, protocol_model
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology.model import Topology
@@ -121,7 +121,8 @@ def call_model(topo: Topology, call: Call) -> ProtocolModel:
     nranks = call.nranks // call.copies
     n_nodes = int(np.count_nonzero(np.bincount(topo.gpu_domain[call.gpu_ranks[:nranks]])))
     model = protocol_model(call.algorithm, call.protocol, nccl_arch(topo, call.gpu_ranks), n_nodes, call.channels,
-                           call.collective, nranks)
+                           call.collective, nranks, net_step=net_step_latency(topo, call.gpu_ranks) if n_nodes > 1 else None,
+                           cpu_vendor=topo.features.get("cpu_vendor", "intel"))
     return model if call.net_peer_bw is None else replace(model, net_peer_bw=call.net_peer_bw)
 
 

@@ -69,9 +69,10 @@ PER_CHANNEL_TREE_LL128_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_TREE_LL128_BW))
 PER_CHANNEL_TREE_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_TREE_BW))
 PER_CHANNEL_NVLS_TREE_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_NVLS_TREE_BW))
 # llMaxBws [row][N1, N2, N4] GB/s, cap on LL bus bandwidth. Row = arch on one node; on several nodes
-# row 0 (Intel CPUs; row 1 is AMD / mixed vendors) -- tuning.cc. fabricsim assumes Intel hosts.
+# row 0 for Intel (and Arm) hosts, row 1 for AMD or mixed vendors (tuning.cc:268-272).
 LL_MAX_GBPS_ONE_NODE = {arch: row[0] for arch, row in zip(ARCHS, K.LL_MAX_BW)}
 LL_MAX_GBPS_MULTI_NODE = K.LL_MAX_BW[0]  # row 0: N1 (unused), N2, N4
+LL_MAX_GBPS_MULTI_NODE_AMD = K.LL_MAX_BW[1]
 
 # Pipelining slice: payload one channel moves per pipeline step (device.h / collectives.h).
 NCCL_STEPS = 8
@@ -119,10 +120,13 @@ def _bus_to_alg(family: str, collective: str, nranks: int) -> float:
 
 
 def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, channels: int, collective: str,
-                   nranks: int = 2) -> ProtocolModel:
+                   nranks: int = 2, net_step: tuple[float, float, float] | None = None,
+                   cpu_vendor: str = "intel") -> ProtocolModel:
     """The constants for timing `algorithm` with `protocol` on `arch` GPUs spread over `n_nodes` NVLink domains.
 
-    `channels` are NCCL's search-graph channels: the per-channel caps of tuning.cc multiply them."""
+    `channels` are NCCL's search-graph channels: the per-channel caps of tuning.cc multiply them. `net_step`: the
+    network transport's own cost per network step (s, LL / LL128 / Simple; `net_step_latency`), charged instead of
+    NCCL's hwLat[NET] for every algorithm; None: NCCL's. `cpu_vendor` picks NCCL's multi-node llMaxBws row."""
     if protocol not in PROTOCOLS:
         raise FabricsimError(f"unknown protocol '{protocol}': use one of {', '.join(PROTOCOLS)}")
     family = ALGO_FAMILY.get(algorithm, "Ring")
@@ -148,9 +152,11 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
     elif family == "NVLSTree" and n_nodes > 1:
         cap, source = PER_CHANNEL_NVLS_TREE_GBPS[arch][col] * GBPS, f"tuning.cc perChMaxNVLSTreeBws{column}"
     if protocol == "ll":
-        ll_max = LL_MAX_GBPS_ONE_NODE[arch] if n_nodes == 1 else LL_MAX_GBPS_MULTI_NODE[col]
+        amd = cpu_vendor == "amd"
+        ll_max = (LL_MAX_GBPS_ONE_NODE[arch] if n_nodes == 1 else
+                  (LL_MAX_GBPS_MULTI_NODE_AMD if amd else LL_MAX_GBPS_MULTI_NODE)[col])
         if ll_max * GBPS / channels < cap:
-            row = f"[{arch}][0]" if n_nodes == 1 else f"[0][N{(1, 2, 4)[col]}]"
+            row = f"[{arch}][0]" if n_nodes == 1 else f"[{int(amd)}][N{(1, 2, 4)[col]}]"
             cap, source = ll_max * GBPS / channels, f"tuning.cc llMaxBws{row} / channels"
     if protocol == "simple":
         slice_bytes = SIMPLE_BUFFSIZE / NCCL_STEPS * SIMPLE_SLICE_STEPS.get(collective, 1)
@@ -158,12 +164,15 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         slice_bytes = LL_STEP_WIRE_BYTES * 0.5
     else:
         slice_bytes = LL128_STEP_WIRE_BYTES * 120 / 128
+    hop = [HW_LATENCY_US[h][family][p] * US for h in HOP_CLASSES]
+    if net_step is not None:
+        hop[HOP_NET] = net_step[p]
     return ProtocolModel(
         family=family,
         protocol=protocol,
         wire_efficiency=wire,
         base_latency=BASE_LATENCY_US[family][p] * US,
-        hop_latency=tuple(HW_LATENCY_US[h][family][p] * US for h in HOP_CLASSES),
+        hop_latency=tuple(hop),
         per_step_latency=PER_STEP_LATENCY[family],
         busbw_cap_per_channel=cap,
         busbw_cap_source=source,
@@ -171,6 +180,16 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         nvls_efficiency=NVLS_EFFICIENCY[arch] if collective == "all_reduce" else float(NVLS_EFFICIENCY[arch] > 0),
         slice_bytes=slice_bytes,
     )
+
+
+def net_step_latency(topo: Topology, gpu_ranks: np.ndarray) -> tuple[float, float, float] | None:
+    """The network transport's documented cost per network step (s, LL / LL128 / Simple) for these ranks' NICs:
+    the NIC part's `step_latency` (EFA: aws-ofi-nccl's own cost model, hardware.nics); None where no transport
+    documents one (NCCL's hwLat[NET] is charged: NCCL's IB transport, and the plugins that publish none)."""
+    if topo.gpu_nic is None or not topo.features.get("fabric"):
+        return None
+    nic = int(topo.gpu_nic[gpu_ranks[0]])
+    return hardware.get_nic(topo.parts[int(topo.dev_part[nic])]).step_latency if nic >= 0 else None
 
 
 def nccl_arch(topo: Topology, gpu_ranks: np.ndarray) -> str:

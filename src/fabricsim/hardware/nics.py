@@ -1,7 +1,11 @@
-"""Network adapters: ConnectX generations and BlueField-3, in InfiniBand and Ethernet (RoCE) mode.
+"""Network adapters: ConnectX generations and BlueField-3 (InfiniBand and Ethernet / RoCE mode), AWS EFA devices
+and Google's gVNIC.
 
 VPI adapters run either protocol; each mode is its own entry because its port link differs.
-Figures from NVIDIA's ConnectX adapter documentation (NV-ConnectX, docs/SOURCES.md).
+Figures from NVIDIA's ConnectX adapter documentation (NV-ConnectX, docs/SOURCES.md), aws-ofi-nccl and GCP's pages.
+A NIC also carries what its network plugin tells NCCL (`plugin_latency`, a tuning input NCCL adds to its own cost
+model, never wire time) and, where the plugin's authors document it, the transport's own cost per network step
+(`step_latency`), which the engine charges instead of NCCL's hwLat[NET].
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ class NIC:
     pcie_link: str
     latency: float  # s, adapter (one traversal)
     source: str
+    transports: tuple[str, ...] = ("ib", "roce", "socket")  # hardware.TRANSPORTS it runs (by its port kind)
+    plugin_latency: float = 0.0  # s, the latency the network plugin reports to NCCL (NCCL's graph latencyInter)
+    step_latency: tuple[float, float, float] | None = None  # s per network step (LL, LL128, Simple); None: NCCL's
+    step_latency_source: str = ""
 
 
 def _nics() -> list[NIC]:
@@ -47,4 +55,41 @@ def _nics() -> list[NIC]:
     ]
 
 
-NICS: dict[str, NIC] = {nic.name: nic for nic in _nics()}
+def _cloud_nics() -> list[NIC]:
+    """EFA devices (one entry per EC2 platform: the plugin keys its latency and cost model by platform) and gVNIC."""
+    ofi = "aws-ofi-nccl src/platform-aws.cpp platform_data_map"
+    model = ("aws-ofi-nccl src/tuner/nccl_ofi_model.cpp model_platform_params net_lat {lat} us per network step, "
+             "+ TUNER_NET_COMP_OVERHEAD 3 us for Simple (include/nccl_ofi_param.h:291: 'device and ... completion "
+             "up to the host' costs)")
+    efa = ("AWS EFA (SRD) device, {gbps} Gb/s, {count} per {inst} (awslabs/awsome-distributed-ai aws-pcs tests README: "
+           "p5/p5e 32, p5en 16 devices; p4d 4 x 100 Gbps EFA); PCIe link of the device not published [U: {pcie}]")
+    us = 1e-6
+    return [
+        NIC("efa-p4d", "eth-100g", 1, "pcie3", _ADAPTER_LATENCY,
+            efa.format(gbps=100, count=4, inst="p4d/p4de.24xlarge", pcie="Gen3 x16, as the plugin's p4d-24xl-topo.xml "
+                       "declares") + f"; plugin latency 75 us ({ofi} p4d/p4de)" + _LAT,
+            transports=("efa",), plugin_latency=75 * us),
+        NIC("efa-p5", "eth-100g", 1, "pcie4", _ADAPTER_LATENCY,
+            efa.format(gbps=100, count=32, inst="p5/p5e.48xlarge", pcie="pcie4 taken") +
+            f"; plugin latency 75 us ({ofi} p5/p5e)" + _LAT,
+            transports=("efa",), plugin_latency=75 * us, step_latency=(20 * us, 20 * us, 23 * us),
+            step_latency_source=model.format(lat=20) + " (p5/p5e)"),
+        NIC("efa-p5en", "eth-200g", 1, "pcie5", _ADAPTER_LATENCY,
+            efa.format(gbps=200, count=16, inst="p5en.48xlarge", pcie="pcie5 taken") +
+            f"; the plugin reads its speed as 200 Gb/s (src/nccl_ofi_net.cpp:617-619); plugin latency 35 us ({ofi} "
+            "p5en/p6-b200)" + _LAT,
+            transports=("efa",), plugin_latency=35 * us, step_latency=(18 * us, 18 * us, 21 * us),
+            step_latency_source=model.format(lat=18) + " (p5en)"),
+        NIC("gvnic-200", "eth-200g", 1, "pcie5", _ADAPTER_LATENCY,
+            "Google gVNIC GPU NIC, 200 Gb/s: A3 High 4 GPU NICs (1,000 Gb/s with the host NIC), A3 Mega 8 GPU NICs "
+            "(1,800 Gb/s, '8+1'), GCP 'Networking and GPU machines' (cloud.google.com/compute/docs/gpus/"
+            "gpu-network-bandwidth); PCIe link not published [U: pcie5 taken]; plugin latency 0 (TCPX "
+            "src/net_tcpx.cc, TCPXO nccl_shim.cc)" + _LAT,
+            transports=("tcpx", "tcpxo", "socket")),
+        NIC("cx6dx-eth", "eth-100g", 2, "pcie4", _ADAPTER_LATENCY,
+            "ConnectX-6 Dx EN: up to two ports of 100GbE (or one of 200GbE), PCIe 4.0 x16 (NVIDIA ConnectX-6 Dx "
+            "datasheet [U: not re-checked]); RoCE mode" + _LAT),
+    ]
+
+
+NICS: dict[str, NIC] = {nic.name: nic for nic in (*_nics(), *_cloud_nics())}

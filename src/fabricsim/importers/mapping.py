@@ -1,9 +1,11 @@
 """One merged Machine -> the nearest faithful ClusterSpec, what was filled in, and what the spec cannot say.
 
 Every field comes from the inputs where one states it; otherwise from the catalog or the preset built on
-the same GPU (dgx-h100 for H100, ...), and that choice is an assumption printed to the user. What the
-inputs state but a cluster file cannot express (several NICs per GPU, EFA, an uneven NIC layout, NVLink
-bridges between some GPU pairs) is mapped to the closest spec and listed as a gap.
+the same GPU (dgx-h100 for H100, ...), and that choice is an assumption printed to the user. A cluster file says
+the transport (EFA, sockets), several NICs per GPU or NICs shared by GPUs, dual-port cards, PCIe generation and
+lanes per GPU, NVLinks per GPU and bridged GPU pairs, and AMD hosts; what the inputs state but a cluster file
+still cannot express (an uneven NIC layout, NVLinks between other GPU pairs) is mapped to the closest spec and
+listed as a gap.
 """
 
 from __future__ import annotations
@@ -104,10 +106,15 @@ def _gpu(m: Machine, given: str | None, notes: _Notes) -> str:
 def _scaleup(m: Machine, gpu, n: int, preset: ClusterSpec | None, notes: _Notes) -> dict:
     """scaleup / domain / NVSwitch chips / NVLS from the NVLink facts, else from the preset on this GPU."""
     links = links_per_gpu(m)
-    if links and set(links.values()) != {gpu.scaleup_links}:
-        notes.gaps.append(f"the inputs give {'/'.join(map(str, sorted(set(links.values()))))} NVLinks per GPU, the "
-                          f"catalog's {gpu.name} has {gpu.scaleup_links}: the cluster file takes the catalog's "
-                          "(NVLinks per GPU is not a cluster field)")
+    nvlinks = 0  # the catalog GPU's own count
+    counts = set(links.values())
+    if links and counts != {gpu.scaleup_links}:
+        if len(counts) == 1 and max(counts) <= gpu.scaleup_links:
+            nvlinks = max(counts)
+        else:
+            notes.gaps.append(f"the inputs give {'/'.join(map(str, sorted(counts)))} NVLinks per GPU, the catalog's "
+                              f"{gpu.name} has {gpu.scaleup_links}: a cluster file gives every GPU the same count; "
+                              f"took the catalog's")
     switched = bool(m.nvswitch_links or m.nvlink_fabric)
     if m.mnnvl and gpu.c2c_link:
         notes.assumed.append("MNNVL in the log: NVL72 racks of 72 GPUs (18 trays)")
@@ -120,13 +127,19 @@ def _scaleup(m: Machine, gpu, n: int, preset: ClusterSpec | None, notes: _Notes)
             chips = preset.nvswitch_chips if preset and preset.nvswitch_chips else 1
             notes.assumed.append(f"{chips} NVSwitch chips" + (f" (as {preset.name}): the inputs show the NVSwitch "
                                                               "fabric but not its chips" if preset else ""))
-        return dict(scaleup="nvswitch", domain_size=n, nvswitch_chips=chips, nvls=_nvls(m, gpu, notes))
+        return dict(scaleup="nvswitch", domain_size=n, nvswitch_chips=chips, nvls=_nvls(m, gpu, notes), nvlinks=nvlinks)
     if m.nvlinks:
-        if n == 2 and len(m.nvlinks) == 1 or n == 8 and set(links.values()) == {gpu.scaleup_links} and gpu.scaleup_links in (4, 6):
+        if n == 8 and set(links.values()) == {gpu.scaleup_links} and gpu.scaleup_links in (4, 6) and len(m.nvlinks) > 4:
             return dict(scaleup="nvlink-mesh", domain_size=n, nvswitch_chips=0, nvls=False)
-        pairs = ", ".join(f"{a}-{b} x{c}" for a, b, c in m.nvlinks)
-        notes.gaps.append(f"NVLinks between some GPU pairs only ({pairs}): the cluster file has NVSwitch, the DGX-1 "
-                          "cube-mesh or a 2-GPU bridge; modelled as PCIe only")
+        pairs = {(a, b) for a, b, _ in m.nvlinks}
+        per_pair = {c for _, _, c in m.nvlinks}
+        if n % 2 == 0 and pairs == {(2 * i, 2 * i + 1) for i in range(n // 2)} and len(per_pair) == 1:
+            # NVLink bridges joining GPUs 2i and 2i+1 (nvidia-smi topo -m 'NV4' / 'NV12' beside the pair only)
+            return dict(scaleup="nvlink-bridge", domain_size=n, nvswitch_chips=0, nvls=False,
+                        nvlinks=0 if per_pair == {gpu.scaleup_links} else min(per_pair.pop(), gpu.scaleup_links))
+        said = ", ".join(f"{a}-{b} x{c}" for a, b, c in m.nvlinks)
+        notes.gaps.append(f"NVLinks between some GPU pairs only ({said}): a cluster file has NVSwitch, the DGX-1 "
+                          "cube-mesh or bridged pairs (GPUs 2i, 2i+1 with one link count); modelled as PCIe only")
         return dict(scaleup="pcie", domain_size=n, nvswitch_chips=0, nvls=False)
     if not gpu.scaleup_links:
         return dict(scaleup="pcie", domain_size=n, nvswitch_chips=0, nvls=False)
@@ -219,12 +232,8 @@ def _network(m: Machine, gpu, n: int, preset: ClusterSpec | None, notes: _Notes)
     if not layer:
         layer = "infiniband" if not preset or preset.fabric != "roce" else "ethernet"
         notes.assumed.append(f"NIC link layer {layer}: no input says (as {preset.name if preset else 'DGX'})")
-    if transport == "efa":
-        notes.gaps.append("EFA (libfabric SRD over Ethernet) is modelled as RoCE: the cluster file has no EFA "
-                          "transport, and the aws-ofi-nccl plugin's own per-message costs are not modelled")
     if transport == "socket":
-        notes.gaps.append("NCCL used TCP sockets (NET/Socket), which the cluster file cannot express: modelled as "
-                          "RoCE without GPUDirect, which overstates a socket transport")
+        notes.assumed.append("NCCL used TCP sockets (NET/Socket): transport socket, through host memory (no GPUDirect)")
     if not gbps:
         if model in ("cx5", "cx6", "cx7", "cx8"):
             gbps = hardware.get_link(hardware.get_nic(model).port_link).line_rate_gbps
@@ -239,26 +248,50 @@ def _network(m: Machine, gpu, n: int, preset: ClusterSpec | None, notes: _Notes)
         else:
             raise FabricsimError("no input gives the NIC rate: add ibstat output (Rate) or the NCCL topology XML "
                                  "(<net speed=...>)")
-    count = len(nics)
-    if count > n and count % n == 0:
-        per = count // n
-        try:
-            (hardware.ib_link_for_speed if layer == "infiniband" else hardware.eth_link_for_speed)(gbps * per)
-            notes.gaps.append(f"{count} NICs of {gbps:g} Gb/s, {per} per GPU, are modelled as {n} NICs of "
-                              f"{gbps * per:g} Gb/s (one per GPU): a cluster file gives each GPU one NIC")
-            count, gbps = n, gbps * per
-        except FabricsimError:
-            notes.gaps.append(f"{count} NICs for {n} GPUs: a cluster file routes each GPU through one NIC, so "
-                              f"{per - 1} of every {per} NICs carry no GPU traffic")
+    cards = sorted({x.name.split(":")[0] if x.name else nic_key(x) for x in nics})
+    ports = len(nics) // len(cards) if len(nics) % len(cards) == 0 else 1  # ibstat's 'mlx5_0:1', 'mlx5_0:2'
+    count = len(nics) // ports
+    if count % n and n % count:
+        fit = max(d for d in [*range(1, n + 1), *range(n, count + 1, n)] if (n % d == 0 or d % n == 0) and d <= count)
+        notes.gaps.append(f"{count} NIC cards for {n} GPUs: a cluster file spreads cards evenly among the GPUs; took "
+                          f"{fit}, so {count - fit} carry no GPU traffic")
+        count = fit
     eth = layer == "ethernet"
-    part = _nic_part(model or transport, gbps, eth, notes)
+    if transport == "efa":
+        part = _efa_part(gbps, count // n, notes)
+    else:
+        part = _nic_part(model or transport, gbps, eth, notes, ports)
     switch = _fabric_switch(gbps, eth, notes)
-    return dict(nics_per_node=count, nic=part, nic_gbps=float(gbps), fabric="roce" if eth else "infiniband",
-                leaf_switch=switch, spine_switch=switch), nics
+    fabric = "ethernet" if transport == "efa" else "roce" if eth else "infiniband"
+    net = dict(nics_per_node=count, nic=part, nic_gbps=float(gbps), fabric=fabric, leaf_switch=switch,
+               spine_switch=switch)
+    if transport in ("efa", "socket"):
+        net["transport"] = transport
+    if transport == "efa":  # SRD sprays each flow's packets over many paths (AWS, IEEE Micro 2020)
+        net["routing"] = "adaptive"
+    if ports > 1:
+        net["nic_ports"] = ports
+    return net, nics
 
 
-def _nic_part(model: str, gbps: float, eth: bool, notes: _Notes) -> str:
+def _efa_part(gbps: float, per_gpu: int, notes: _Notes) -> str:
+    """The EFA device of the EC2 platform these NICs belong to: 200 Gb/s EFA on p5en; 100 Gb/s, several per GPU on
+    p5/p5e, one per two GPUs on p4d (aws-ofi-nccl keys its latency and cost model by platform, hardware.nics)."""
+    part = "efa-p5en" if gbps >= 200 else "efa-p5" if per_gpu > 1 else "efa-p4d"
+    notes.assumed.append(f"EFA part {part}: the EC2 platform with {gbps:g} Gb/s EFA devices, "
+                         f"{per_gpu or 'one per two'} per GPU")
+    return part
+
+
+def _nic_part(model: str, gbps: float, eth: bool, notes: _Notes, ports: int = 1) -> str:
     name = {"cx6-dx": "cx6"}.get(model, model)
+    if ports > 1:
+        fits = [x for x in hardware.NICS.values() if x.ports >= ports and hardware.get_link(x.port_link).kind ==
+                ("ethernet" if eth else "infiniband") and hardware.get_link(x.port_link).line_rate_gbps >= gbps]
+        if fits:
+            nic = min(fits, key=lambda x: (hardware.get_link(x.port_link).line_rate_gbps, x.name))
+            notes.assumed.append(f"NIC part {nic.name}: a {ports}-port card of {gbps:g} Gb/s ports")
+            return nic.name
     if name in ("cx5", "cx6", "cx7", "cx8"):
         part = f"{name}-eth" if eth else name
         if hardware.get_link(hardware.get_nic(part).port_link).line_rate_gbps >= gbps:
@@ -311,13 +344,19 @@ def _pcie(m: Machine, gpu, n: int, preset: ClusterSpec | None, nic_count: int, n
     labels = [g.switch for g in m.gpus]
     speeds = {g.pcie_gts for g in m.gpus if g.pcie_gts}
     gen = max((_PCIE_GEN.get(s, 0) for s in speeds), default=0)
-    if gen and f"pcie{gen}" != gpu.pcie_link:
-        said = f"GPUs on PCIe Gen{gen} links ({'/'.join(f'{s:g}' for s in sorted(speeds))} GT/s), the catalog's {gpu.name} has {gpu.pcie_link}"
-        notes.gaps.append(said + (f": GPU links run at the PCIe switch part's generation" if any(labels) else
-                                  f": links to CPU root ports are the catalog's {gpu.pcie_link}"))
-    narrow = sorted({g.pcie_width for g in m.gpus if 0 < g.pcie_width < 16})
-    if narrow:
-        notes.gaps.append(f"GPU PCIe links x{'/x'.join(map(str, narrow))}: cluster-file links are x16")
+    out: dict = {}
+    if gen and f"pcie{gen}" != gpu.pcie_link and gen >= 3:
+        out["pcie_gen"] = gen  # the GPUs' links as the inputs show them
+        if len(speeds) > 1:
+            notes.gaps.append(f"GPUs on PCIe links of {'/'.join(f'{s:g}' for s in sorted(speeds))} GT/s: a cluster file "
+                              f"gives every GPU one generation; took Gen{gen}")
+    widths = sorted({g.pcie_width for g in m.gpus if g.pcie_width})
+    if widths and widths != [16]:
+        lanes = max(w for w in (1, 2, 4, 8, 16) if w <= widths[0])
+        out["pcie_lanes"] = lanes
+        if len(widths) > 1:
+            notes.gaps.append(f"GPU PCIe links x{'/x'.join(map(str, widths))}: a cluster file gives every GPU one width; "
+                              f"took the narrowest, x{lanes}")
     if any(labels):
         if not all(labels):
             notes.gaps.append("some GPUs sit on a PCIe switch and some on CPU root ports: the cluster file puts all "
@@ -329,15 +368,22 @@ def _pcie(m: Machine, gpu, n: int, preset: ClusterSpec | None, nic_count: int, n
             count = max(d for d in range(1, n + 1) if n % d == 0 and d <= count)
         ports = -(-n // count) + -(-nic_count // count) + 1  # GPUs and NICs below, one port up
         part = _pcie_part(gen or int(gpu.pcie_link[-1]), ports, notes)
-        return dict(pcie_switches_per_node=count, pcie_switch=part)
+        return dict(pcie_switches_per_node=count, pcie_switch=part, **out)
     if m.gpus and any(g.busid for g in m.gpus) and not any(labels):
-        return dict(pcie_switches_per_node=0, pcie_switch="")  # the PCI tree shows GPUs on CPU root ports
+        return dict(pcie_switches_per_node=0, pcie_switch="", **out)  # the PCI tree shows GPUs on CPU root ports
     if preset and preset.gpus_per_node == n:
-        notes.assumed.append(f"PCIe layout not in the inputs: {preset.pcie_switches_per_node} x {preset.pcie_switch or 'none'}"
-                             f" as {preset.name}")
-        return dict(pcie_switches_per_node=preset.pcie_switches_per_node, pcie_switch=preset.pcie_switch)
+        count, part = preset.pcie_switches_per_node, preset.pcie_switch
+        if count and -(-n // count) + -(-nic_count // count) + 1 > hardware.get_switch(part).ports:
+            # more NICs than the preset's switches hold (p5: 4 EFA per GPU): one switch per GPU with its own NICs
+            count = n
+            part = _pcie_part(int(hardware.get_switch(part).port_link[-1]), 1 + -(-nic_count // n) + 1, notes)
+            notes.assumed.append(f"PCIe layout not in the inputs: one {part} per GPU with its {nic_count // n} NICs "
+                                 f"({preset.name}'s {preset.pcie_switches_per_node} switches do not hold {nic_count} NICs)")
+        else:
+            notes.assumed.append(f"PCIe layout not in the inputs: {count} x {part or 'none'} as {preset.name}")
+        return dict(pcie_switches_per_node=count, pcie_switch=part, **out)
     notes.assumed.append("PCIe layout not in the inputs: GPUs and NICs on CPU root ports")
-    return dict(pcie_switches_per_node=0, pcie_switch="")
+    return dict(pcie_switches_per_node=0, pcie_switch="", **out)
 
 
 def _pcie_part(gen: int, ports: int, notes: _Notes) -> str:
@@ -395,16 +441,17 @@ def to_spec(m: Machine, *, nodes: int | None = None, gpu: str | None = None, nam
     cpus = m.numa_nodes or (preset.cpus_per_node if preset else 2)
     if not m.numa_nodes:
         notes.assumed.append(f"{cpus} CPUs (NUMA nodes) per node: no input says")
-    if m.cpu_vendor == "AuthenticAMD":
-        notes.gaps.append("AMD host CPUs: fabricsim's host-dependent NCCL constants assume Intel")
     host = "grace" if m.cpu_arch == "aarch64" or part.c2c_link else "x86"
+    vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(m.cpu_vendor, "auto") if host == "x86" else "auto"
     rail = net["nics_per_node"] >= n
     if net["nics_per_node"] and n_nodes > 1:
         notes.assumed.append(f"{'rail-optimised' if rail else 'single-rail'} fat tree: the inputs do not show the "
                              "cabling")
+    if net.get("transport") == "socket":
+        gpudirect = False  # NCCL's socket transport moves host memory only
     spec = ClusterSpec(name=name, gpu=part.name, nodes=n_nodes, gpus_per_node=n, scaleup=up["scaleup"],
                        domain_size=up["domain_size"], nvswitch_chips=up["nvswitch_chips"], nvls=up["nvls"],
-                       gpudirect=gpudirect, p2p=p2p, sharp=bool(m.sharp), rail_optimized=rail,
-                       cpus_per_node=cpus, host_cpu=host, **net, **pcie)
+                       nvlinks=up.get("nvlinks", 0), gpudirect=gpudirect, p2p=p2p, sharp=bool(m.sharp),
+                       rail_optimized=rail, cpus_per_node=cpus, host_cpu=host, cpu_vendor=vendor, **net, **pcie)
     return Imported(spec, m, tuple(nics), tuple(dict.fromkeys(notes.assumed)), tuple(dict.fromkeys(notes.gaps)),
                     preset_name)

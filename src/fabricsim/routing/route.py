@@ -126,17 +126,34 @@ def _net(topo: Topology, tb: Tables, idx: np.ndarray, s: np.ndarray, d: np.ndarr
         ok = (kind == PathKind.NVLINK) & _gdr(topo, tb, peer[want])
         w = want[ok]
         relay[w], nv[w], pxn[w] = peer[w], mat[ok], True
-    # GPUDirect and the host part of the path depend on the GPU alone: found once per distinct GPU
+    # GPUDirect and the host part of the path depend on the GPU alone: found once per distinct GPU. A GPU with several
+    # NIC ports sends on all of them at once, its j-th port to the destination's j-th (the same rail): NCCL spreads a
+    # GPU's channels over its NICs (ncclTopoGetLocalNet: channelId mod NICs per GPU) and multi-rail plugins stripe one
+    # message over them (aws-ofi-nccl), so each pair's bytes split evenly over its k port pairs.
+    k = nics_per_gpu(topo)
     relays, of_relay = np.unique(relay, return_inverse=True)
     dests, of_dest = np.unique(d, return_inverse=True)
     gdr_relay, gdr_dest = _gdr(topo, tb, relays), _gdr(topo, tb, dests)
-    src_part = host_paths(topo, tb, topo.gpu_device[relays], gpu_nic[relays], ~gdr_relay)[of_relay.ravel()]
-    dst_part = host_paths(topo, tb, gpu_nic[dests], topo.gpu_device[dests], ~gdr_dest)[of_dest.ravel()]
+    port = np.tile(np.arange(k, dtype=np.int32), relays.size)
+    src_part = host_paths(topo, tb, np.repeat(topo.gpu_device[relays], k), np.repeat(gpu_nic[relays], k) + port,
+                          np.repeat(~gdr_relay, k))
+    port = np.tile(np.arange(k, dtype=np.int32), dests.size)
+    dst_part = host_paths(topo, tb, np.repeat(gpu_nic[dests], k) + port, np.repeat(topo.gpu_device[dests], k),
+                          np.repeat(~gdr_dest, k))
     gdr_src, gdr_dst = gdr_relay[of_relay.ravel()], gdr_dest[of_dest.ravel()]
-    row, weight, fab = fabric_paths(topo, tb, gpu_nic[relay], gpu_nic[d], adaptive)
+    pair = np.repeat(np.arange(s.size), k)  # pair of each (pair, port) sub-flow
+    j = np.tile(np.arange(k, dtype=np.int32), s.size)
+    row, weight, fab = fabric_paths(topo, tb, gpu_nic[relay][pair] + j, gpu_nic[d][pair] + j, adaptive)
+    sub, row = row, pair[row]
     kind = np.where(pxn, PathKind.PXN, np.where(gdr_src & gdr_dst, PathKind.NET, PathKind.NET_HOST)).astype(np.int8)
-    mat = np.hstack([nv[row], src_part[row], fab, dst_part[row]])
-    return idx[row], weight, kind[row], mat
+    mat = np.hstack([nv[row], src_part[of_relay.ravel()[row] * k + j[sub]], fab, dst_part[of_dest.ravel()[row] * k + j[sub]]])
+    return idx[row], weight / k, kind[row], mat
+
+
+def nics_per_gpu(topo: Topology) -> int:
+    """NIC ports each GPU sends on: `features['nics_per_gpu']` consecutive NIC devices from its `gpu_nic`
+    (topology.builders); 1 where the topology does not say."""
+    return max(int(topo.features.get("nics_per_gpu", 1) or 1), 1)
 
 
 def _assemble(topo: Topology, blocks: list[tuple], n_pairs: int) -> Routes:

@@ -17,7 +17,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +237,7 @@ def _base(cluster: str, where: Path) -> tuple[dict[str, Any], str, str]:
     if not path.is_file():
         raise FabricsimError(f"{where}: cluster '{cluster}' is neither a preset ({', '.join(topology.PRESETS)}) nor a "
                              f"cluster file (looked for {path})")
-    fields = asdict(topology.load_spec(path))
+    fields = topology.load_spec(path).fields()
     identity = json.dumps(fields, sort_keys=True)
     return {"spec": fields}, cluster, "spec:" + hashlib.sha256(identity.encode()).hexdigest()
 

@@ -5,9 +5,14 @@ PCIe switches, NICs, NVSwitch domains, fabric switches) and every block is made 
 arithmetic, so 131,072 GPUs build without per-device Python objects.
 
 Conventions (routing relies on them): see docs/ARCHITECTURE.md. Link capacity is the
-physical per-direction rate times the link count (no efficiency: the engine applies it);
-link latency is the technology's latency plus the hop latency of the device it enters
-(switch hop, or NIC adapter latency).
+physical per-direction rate times the link count (no efficiency: the engine applies it), scaled
+by the lanes in use for a PCIe link narrower than x16; link latency is the technology's latency
+plus the hop latency of the device it enters (switch hop, or NIC adapter latency).
+
+NICs: each port of a NIC card is one NIC device (its own fabric link; the card's PCIe link split
+evenly over its ports), the ports of one node numbered card by card. GPU rank r's NICs are
+`nics_per_gpu` consecutive NIC devices from `gpu_nic[r]` (features['nics_per_gpu']): its own cards'
+ports, or those of the card it shares with its neighbours.
 """
 
 from __future__ import annotations
@@ -69,15 +74,17 @@ def _add_devices(acc: _Acc, kind: DeviceKind, n: int, part: str, *, node=-1, dom
     return ids
 
 
-def _add_pairs(acc: _Acc, a, b, tech: str, count=1, enter_b: float = 0.0, enter_a: float = 0.0) -> None:
-    """Links a->b and b->a as pairs (2k, 2k+1). enter_x: hop latency added on the link entering x."""
+def _add_pairs(acc: _Acc, a, b, tech: str, count=1, enter_b: float = 0.0, enter_a: float = 0.0,
+               width: float = 1.0) -> None:
+    """Links a->b and b->a as pairs (2k, 2k+1). enter_x: hop latency added on the link entering x; width: the
+    fraction of the technology's rate in use (a PCIe link of fewer than 16 lanes, one port's share of a card)."""
     a, b = np.broadcast_arrays(np.asarray(a, np.int32), np.asarray(b, np.int32))
     count = np.broadcast_to(np.asarray(count, np.int16), a.shape)
     lt = hardware.get_link(tech)
     m = a.shape[0]
     acc.link["src"].append(np.column_stack([a, b]).ravel())
     acc.link["dst"].append(np.column_stack([b, a]).ravel())
-    acc.link["capacity"].append(np.repeat(count * float(lt.bw), 2))
+    acc.link["capacity"].append(np.repeat(count * float(lt.bw) * width, 2))
     acc.link["latency"].append(np.tile([lt.latency + enter_b, lt.latency + enter_a], m))
     acc.link["tech"].append(np.full(2 * m, _index(acc.techs, tech), np.int16))
     acc.link["count"].append(np.repeat(count, 2))
@@ -88,11 +95,23 @@ def _slower(a: str, b: str) -> str:
     return a if hardware.get_link(a).bw <= hardware.get_link(b).bw else b
 
 
+def _cpu_part(spec: ClusterSpec) -> str:
+    """The CPU device's part: 'grace', or 'x86' (Intel) / 'x86-amd' (AMD EPYC), which NCCL's constants tell apart."""
+    return {"arm": "grace", "amd": "x86-amd"}.get(spec.vendor, "x86")
+
+
+def _gpu_pcie(spec: ClusterSpec, gpu) -> str:
+    """The technology of the GPU's PCIe link: its own generation, or the one the cluster file says."""
+    return f"pcie{spec.pcie_gen}" if spec.pcie_gen else gpu.pcie_link
+
+
 def build_topology(spec: ClusterSpec) -> Topology:
     """Devices and links for `spec` (not validated; `fabricsim.topology.build` validates)."""
     gpu = hardware.get_gpu(spec.gpu)
     acc = _Acc()
-    N, G, C, S, R = spec.nodes, spec.gpus_per_node, spec.cpus_per_node, spec.pcie_switches_per_node, spec.nics_per_node
+    N, G, C, S = spec.nodes, spec.gpus_per_node, spec.cpus_per_node, spec.pcie_switches_per_node
+    P = spec.nic_ports
+    R = spec.nics_per_node * P  # NIC devices (ports) per node
     nodes = np.arange(N, dtype=np.int32)
     node_domain = nodes * G // spec.domain_size
     node_pod = nodes // spec.su_nodes
@@ -102,30 +121,36 @@ def build_topology(spec: ClusterSpec) -> Topology:
                 "local": np.tile(np.arange(k, dtype=np.int32), N), "pod": np.repeat(node_pod, k)}
 
     gpus = _add_devices(acc, DeviceKind.GPU, N * G, gpu.name, **per_node(G))
-    cpu_part = "grace" if spec.host_cpu == "grace" else "x86"
-    cpus = _add_devices(acc, DeviceKind.CPU, N * C, cpu_part, **per_node(C))
+    cpus = _add_devices(acc, DeviceKind.CPU, N * C, _cpu_part(spec), **per_node(C))
     g_local = np.tile(np.arange(G), N)
     g_node = np.repeat(nodes, G)
     gpu_cpu = cpus[g_node * C + g_local * C // G]
-    host_link = "nvlink-c2c" if spec.host_cpu == "grace" else gpu.pcie_link
+    gpu_pcie = _gpu_pcie(spec, gpu)
+    lanes = spec.pcie_lanes / 16
+    grace = spec.host_cpu == "grace"
 
     # Host side: GPU <-> PCIe switch <-> CPU (or GPU <-> CPU directly), CPU <-> CPU.
     if S:
         sw = hardware.get_switch(spec.pcie_switch)
         psw = _add_devices(acc, DeviceKind.PCIE_SWITCH, N * S, sw.name, **per_node(S))
         gpu_psw = psw[g_node * S + g_local * S // G]
-        _add_pairs(acc, gpus, gpu_psw, _slower(gpu.pcie_link, sw.port_link), enter_b=sw.hop_latency)
+        _add_pairs(acc, gpus, gpu_psw, _slower(gpu_pcie, sw.port_link), enter_b=sw.hop_latency, width=lanes)
         s_local = np.tile(np.arange(S), N)
         s_node = np.repeat(nodes, S)
-        _add_pairs(acc, psw, cpus[s_node * C + s_local * C // S], sw.port_link, enter_a=sw.hop_latency)
+        _add_pairs(acc, psw, cpus[s_node * C + s_local * C // S], sw.port_link, enter_a=sw.hop_latency,
+                   width=spec.pcie_switch_lanes / 16)
+    elif grace:
+        _add_pairs(acc, gpus, gpu_cpu, "nvlink-c2c")
     else:
-        _add_pairs(acc, gpus, gpu_cpu, host_link)
-    if C > 1 and spec.host_cpu == "x86":
+        _add_pairs(acc, gpus, gpu_cpu, gpu_pcie, width=lanes)
+    if C > 1 and not grace:
+        # socket interconnect: Intel UPI, or AMD EPYC's Infinity Fabric (NCCL topo.h QPI/SKL/SRP vs AMD_BW)
         i, j = np.triu_indices(C, 1)
         base = (nodes * C)[:, None]
-        _add_pairs(acc, cpus[(base + i).ravel()], cpus[(base + j).ravel()], "upi")
+        _add_pairs(acc, cpus[(base + i).ravel()], cpus[(base + j).ravel()], "amd-if" if spec.vendor == "amd" else "upi")
 
-    # NICs: NIC r sits on the PCIe switch (or CPU) of GPU r*G//R: the GPUDirect RDMA path.
+    # NICs: NIC port r sits on the PCIe switch (or CPU) of GPU r*G//R, the GPUDirect RDMA path; a card's ports
+    # share its PCIe link (each port's link carries 1/P of it). GPU g's first NIC is port (g*cards//G)*P.
     gpu_nic = np.full(N * G, -1, np.int32)
     if R:
         nic = hardware.get_nic(spec.nic)
@@ -134,10 +159,11 @@ def build_topology(spec: ClusterSpec) -> Topology:
         r_node = np.repeat(nodes, R)
         if S:
             nic_up = gpu_psw[r_node * G + r_local * G // R]
-            _add_pairs(acc, nics, nic_up, _slower(nic.pcie_link, sw.port_link), enter_a=nic.latency, enter_b=sw.hop_latency)
+            _add_pairs(acc, nics, nic_up, _slower(nic.pcie_link, sw.port_link), enter_a=nic.latency, enter_b=sw.hop_latency,
+                       width=1 / P)
         else:
-            _add_pairs(acc, nics, cpus[r_node * C + r_local * C // R], nic.pcie_link, enter_a=nic.latency)
-        gpu_nic = nics[g_node * R + g_local * R // G]
+            _add_pairs(acc, nics, cpus[r_node * C + r_local * C // R], nic.pcie_link, enter_a=nic.latency, width=1 / P)
+        gpu_nic = nics[g_node * R + g_local * spec.nics_per_node // G * P]
 
     _add_scaleup(acc, spec, gpu, gpus)
     tree = None
@@ -156,9 +182,11 @@ def build_topology(spec: ClusterSpec) -> Topology:
         gpu_device=gpus, gpu_nic=gpu_nic, gpu_cpu=gpu_cpu.astype(np.int32), spec=spec,
         features={
             "fabric": None if spec.fabric == "none" else spec.fabric,
+            "transport": spec.net_transport or None, "nics_per_gpu": spec.nics_per_gpu, "nic_ports": P,
+            "cpu_vendor": spec.vendor,
             "sharp": spec.sharp, "gpudirect": spec.gpudirect, "nvls": spec.nvls, "p2p": spec.p2p, "routing": spec.routing,
             "rail_optimized": spec.rail_optimized, "gpus_per_node": G, "gpus_per_domain": spec.domain_size,
-            "nodes": N, "nics_per_node": R, "fabric_levels": tree.levels if tree else 0,
+            "nodes": N, "nics_per_node": spec.nics_per_node, "fabric_levels": tree.levels if tree else 0,
             "fabric_planes": tree.planes if tree else 0,
         },
     )
@@ -173,22 +201,24 @@ def _nvswitch_part(link: str) -> str:
 
 
 def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus) -> None:
-    """NVLink: GPU <-> domain NVSWITCH (count = links per GPU), or the DGX-1 cube-mesh."""
+    """NVLink: GPU <-> domain NVSWITCH (count = links per GPU), the DGX-1 cube-mesh, or bridged GPU pairs."""
     if spec.scaleup == "pcie":
         return
     if not gpu.scaleup_link or not gpu.scaleup_links:
         raise FabricsimError(f"GPU {spec.gpu} has no NVLink: use scaleup 'pcie'")
+    links = spec.nvlinks or gpu.scaleup_links
+    if spec.scaleup == "nvlink-bridge" or (spec.scaleup == "nvlink-mesh" and spec.gpus_per_node == 2):
+        # NVLink bridges (H100 / A100 PCIe, RTX 2080 Ti): GPUs 2i and 2i+1 joined by `links` NVLinks.
+        first = gpus[0::2]
+        _add_pairs(acc, first, first + 1, gpu.scaleup_link, links)
+        return
     if spec.scaleup == "nvlink-mesh":
-        if spec.gpus_per_node == 2:
-            # An NVLink bridge pair (H100 PCIe, RTX 2080 Ti): the two GPUs joined by all their NVLinks.
-            table = [(0, 1, gpu.scaleup_links)]
-        else:
-            table = _CUBE_MESH.get(gpu.scaleup_links)
-        if table is None or spec.gpus_per_node not in (2, 8):
+        table = _CUBE_MESH.get(gpu.scaleup_links)
+        if table is None or spec.gpus_per_node != 8:
             raise FabricsimError(
                 f"scaleup 'nvlink-mesh' is the DGX-1 cube-mesh (8 GPUs with 4 or 6 NVLinks) or a 2-GPU NVLink bridge; "
                 f"{spec.gpu} has {gpu.scaleup_links} links and the spec {spec.gpus_per_node} GPUs per node: "
-                "use scaleup 'nvswitch' or 'pcie'"
+                "use scaleup 'nvswitch', 'nvlink-bridge' or 'pcie'"
             )
         a, b, c = (np.array(col) for col in zip(*table))
         base = (np.arange(spec.nodes) * spec.gpus_per_node)[:, None]
@@ -201,7 +231,7 @@ def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus) -> None:
     trays = spec.domain_size // spec.gpus_per_node
     nvs = _add_devices(acc, DeviceKind.NVSWITCH, n_dom, part, node=doms if trays == 1 else -1,
                        domain=doms, local=0, pod=doms * trays // spec.su_nodes, units=spec.nvswitch_chips)
-    _add_pairs(acc, gpus, nvs[gpus // spec.domain_size], gpu.scaleup_link, gpu.scaleup_links, enter_b=sw.hop_latency)
+    _add_pairs(acc, gpus, nvs[gpus // spec.domain_size], gpu.scaleup_link, links, enter_b=sw.hop_latency)
 
 
 def _add_fabric(acc: _Acc, spec: ClusterSpec, nics: np.ndarray, nic_latency: float) -> FatTree:

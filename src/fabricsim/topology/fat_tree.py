@@ -58,7 +58,7 @@ def _divisor_at_least(n: int, k: int) -> int:
 
 def plan_fat_tree(spec, leaf_ports: int, spine_ports: int) -> FatTree:
     """Plan the scale-out fat tree of `spec` (a ClusterSpec) with the given switch radixes."""
-    N, R, o = spec.nodes, spec.nics_per_node, spec.oversubscription
+    N, R, o = spec.nodes, spec.nics_per_node * spec.nic_ports, spec.oversubscription  # R: NIC ports per node
     E = N * R
     d_max = int(leaf_ports * o // (1 + o))
     if d_max < 1:

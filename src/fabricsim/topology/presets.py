@@ -122,9 +122,10 @@ PRESETS: dict[str, tuple[str, Callable[..., ClusterSpec]]] = {
     "dgx1-v100": ("DGX-1 V100: NVLink 2 hybrid cube-mesh (6 links/GPU), 4x EDR 100G (1 per 2 GPUs)",
                   _server("dgx1-v100", ClusterSpec(name="dgx1-v100", gpu="V100", **_DGX1))),
     # DGX A100: 6 NVSwitch2, 8x CX-6 HDR 200G, SU = 20 nodes [U] (STH-HC32; the DGX A100 SuperPOD RA's 20-node SU is widely quoted, not read); NVSwitch2 has no NVLS.
-    "dgx-a100": ("DGX A100: 8x A100 on 6 NVSwitch2, 8x HDR 200G rail-optimised (QM8700)",
+    # Hosts: 2x AMD EPYC 7742 (NVIDIA DGX A100 User Guide, system specifications), joined by Infinity Fabric.
+    "dgx-a100": ("DGX A100: 8x A100 on 6 NVSwitch2, 8x HDR 200G rail-optimised (QM8700), 2x AMD EPYC hosts",
                  _server("dgx-a100", _dgx("dgx-a100", "A100-80GB", 6, "cx6", 200.0, "qm8700",
-                                          pcie_switch="pcie-switch4", su_nodes=20))),
+                                          pcie_switch="pcie-switch4", su_nodes=20, cpu_vendor="amd"))),
     "dgx-h100": ("DGX H100: 8x H100 on 4 NVSwitch3 (18 NVLink4 each), 8x NDR 400G rail-optimised (QM9700)",
                  _server("dgx-h100", _H100)),
     "hgx-h200": ("HGX H200: 8x H200 on 4 NVSwitch3, 8x NDR 400G rail-optimised (QM9700)",

@@ -17,11 +17,15 @@ from msgspec import Meta
 from fabricsim import hardware, inputs
 from fabricsim.errors import FabricsimError
 
-Scaleup = Literal["nvswitch", "nvlink-mesh", "nvl72", "pcie"]
-Fabric = Literal["infiniband", "roce", "none"]
+Scaleup = Literal["nvswitch", "nvlink-mesh", "nvlink-bridge", "nvl72", "pcie"]
+Fabric = Literal["infiniband", "roce", "ethernet", "none"]
 HostCpu = Literal["x86", "grace"]
 Routing = Literal["ecmp", "adaptive"]
-SCALEUPS, FABRICS, HOST_CPUS, ROUTINGS = (get_args(t) for t in (Scaleup, Fabric, HostCpu, Routing))
+Transport = Literal["auto", "ib", "roce", "efa", "tcpx", "tcpxo", "socket"]
+CpuVendor = Literal["auto", "intel", "amd"]
+PcieGen = Literal[0, 3, 4, 5, 6]
+Lanes = Literal[1, 2, 4, 8, 16]
+SCALEUPS, FABRICS, HOST_CPUS, ROUTINGS, TRANSPORTS = (get_args(t) for t in (Scaleup, Fabric, HostCpu, Routing, Transport))
 
 # Bounds: beyond every built or planned system, and what keeps a topology's arrays small and exact.
 MAX_GPUS = 1 << 21  # 2,097,152: beyond every planned cluster; bounds memory (a 131k-GPU topology takes ~0.2 GiB)
@@ -29,6 +33,13 @@ MAX_PER_NODE = 1024  # GPUs, NICs, PCIe switches or CPUs in one server or tray (
 MAX_NVSWITCH_CHIPS = 4096  # per NVLink domain (GB200 NVL72 has 18); the topology counts them in int16
 MAX_NIC_GBPS = 10_000.0  # Gb/s per NIC port: over 10x the fastest port in the catalog (CX-8, 800 Gb/s)
 MAX_OVERSUBSCRIPTION = 1000.0  # leaf down:up bandwidth ratio
+MAX_NIC_PORTS = 8  # ports of one NIC card in use (dual-port cards: 2)
+MAX_NVLINKS = 64  # NVLinks of one GPU (B200 has 18)
+
+# Fields added after cluster files were first written: `to_yaml` writes them only where they differ from their
+# default, so a file written before they existed reads and writes back byte for byte.
+_WRITTEN_WHEN_SET = ("transport", "nic_ports", "pcie_gen", "pcie_lanes", "pcie_switch_lanes", "nvlinks", "cpu_vendor",
+                     "rack_trays", "domain_racks")
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,25 @@ class ClusterSpec:
     leaf_switch / spine_switch: catalog fabric switch parts (the core tier uses the spine part).
     routing: how the fat tree spreads flows over equal-cost paths: 'ecmp' (static, one hashed path per
     flow: Ethernet ECMP, InfiniBand's static forwarding tables) or 'adaptive' (every flow spread evenly
-    over all paths: InfiniBand adaptive routing, Spectrum-X packet spraying).
+    over all paths: InfiniBand adaptive routing, Spectrum-X packet spraying, EFA's SRD).
+
+    What a user reads off `nvidia-smi topo -m`, `ibstat` and the instance page:
+    transport: the software moving bytes over the fabric (hardware.TRANSPORTS): 'ib' (NCCL's IB verbs on
+    InfiniBand), 'roce' (the same over RoCEv2), 'efa' (AWS EFA via aws-ofi-nccl), 'tcpx' / 'tcpxo' (GCP
+    GPUDirect-TCPX / TCPXO), 'socket' (NCCL's TCP sockets); 'auto': ib on InfiniBand, roce on Ethernet.
+    nics_per_node / nic_ports: NIC cards per server and the ports of each card in use (nic_gbps is per port).
+    NICs sit evenly among the GPUs: with at least as many cards as GPUs each GPU owns nics_per_node /
+    gpus_per_node cards (4 EFA devices per GPU on p5) and uses all their ports together; with fewer, each card
+    is shared by gpus_per_node / nics_per_node neighbouring GPUs (4 NICs for 8 GPUs on DGX-1 and A3 High).
+    pcie_gen / pcie_lanes: the generation (0: the GPU's own) and width of each GPU's PCIe link;
+    pcie_switch_lanes: the width of each PCIe switch's uplink to its CPU.
+    nvlinks: NVLinks per GPU (nvswitch / nvl72: to the NVSwitches; nvlink-bridge and the 2-GPU nvlink-mesh:
+    between the two GPUs of a pair); 0: the catalog GPU's own count. scaleup 'nvlink-bridge': GPUs 2i and
+    2i+1 joined by NVLink bridges, every other pair over PCIe (A100 / H100 PCIe cards, RTX A6000).
+    cpu_vendor: the x86 hosts' vendor ('auto': Intel): AMD EPYC hosts join their sockets by Infinity Fabric and
+    change NCCL's constants (tuning.cc llMaxBws, getNetOverhead). cpus_per_node is the CPU sockets per server.
+    rack_trays / domain_racks (nvl72): compute trays a rack holds (0: as many as the NVLink domain uses) and the
+    racks one NVLink domain spans; the domain's trays in use are domain_size / gpus_per_node.
     """
 
     name: Annotated[str, Meta(min_length=1, description="cluster name, printed in every report")]
@@ -78,16 +107,65 @@ class ClusterSpec:
     cpus_per_node: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="CPU sockets per server or tray")] = 2
     host_cpu: Annotated[HostCpu, Meta(description="host CPU kind")] = "x86"
     routing: Annotated[Routing, Meta(description="fat-tree routing: ecmp (one hashed path) or adaptive")] = "ecmp"
+    transport: Annotated[Transport, Meta(description="network transport: ib, roce, efa, tcpx, tcpxo, socket; "
+                                                     "auto: ib on InfiniBand, roce on Ethernet")] = "auto"
+    nic_ports: Annotated[int, Meta(ge=1, le=MAX_NIC_PORTS, description="ports in use per NIC card (dual-port: 2); "
+                                                                        "nic_gbps is per port")] = 1
+    pcie_gen: Annotated[PcieGen, Meta(description="PCIe generation of each GPU's link (0: the GPU's own)")] = 0
+    pcie_lanes: Annotated[Lanes, Meta(description="PCIe lanes of each GPU's link")] = 16
+    pcie_switch_lanes: Annotated[Lanes, Meta(description="PCIe lanes of each PCIe switch's uplink to its CPU")] = 16
+    nvlinks: Annotated[int, Meta(ge=0, le=MAX_NVLINKS, description="NVLinks per GPU (bridge: per pair); 0: the "
+                                                                   "catalog GPU's")] = 0
+    cpu_vendor: Annotated[CpuVendor, Meta(description="x86 host CPU vendor (auto: intel)")] = "auto"
+    rack_trays: Annotated[int, Meta(ge=0, le=MAX_PER_NODE, description="nvl72: compute trays per rack (0: those "
+                                                                       "in use)")] = 0
+    domain_racks: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="nvl72: racks one NVLink domain "
+                                                                         "spans")] = 1
 
     def __post_init__(self) -> None:
         inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
         _check_values(self)
 
+    def fields(self) -> dict:
+        """The spec as plain data, as a cluster file writes it: fields added later only where set (so a file, or a
+        sweep's key hashed from these, stays the same when a new field arrives)."""
+        values = dataclasses.asdict(self)
+        for name in _WRITTEN_WHEN_SET:
+            if values[name] == _DEFAULTS[name]:
+                del values[name]
+        return values
+
     def to_yaml(self) -> str:
         """YAML text that `from_yaml` reads back into an equal spec."""
         import yaml  # here, not at module level: a preset run never loads the YAML parser
 
-        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)
+        return yaml.safe_dump(self.fields(), sort_keys=False)
+
+    @property
+    def net_transport(self) -> str:
+        """The transport the fabric runs ('' without a fabric): `transport`, or the fabric's own for 'auto'."""
+        return hardware.DEFAULT_TRANSPORT[self.fabric] if self.transport == "auto" else self.transport
+
+    @property
+    def vendor(self) -> str:
+        """The host CPU vendor as NCCL tells them apart: 'arm' (Grace), 'amd' or 'intel'."""
+        return "arm" if self.host_cpu == "grace" else "amd" if self.cpu_vendor == "amd" else "intel"
+
+    @property
+    def net_devices(self) -> int:
+        """NCCL's network devices per node: one per NIC card (its ports fused, NCCL_NET_MERGE_LEVEL's default), or one
+        per GPU's NIC group where the transport's plugin groups a GPU's NICs (aws-ofi-nccl on EFA)."""
+        t = hardware.TRANSPORTS.get(self.net_transport)
+        if t is not None and t.fuses_local_nics and self.nics_per_node >= self.gpus_per_node:
+            return self.gpus_per_node
+        return self.nics_per_node
+
+    @property
+    def nics_per_gpu(self) -> int:
+        """NIC ports each GPU sends on (its own cards' ports, or the ports of the card it shares); 0 without NICs."""
+        if not self.nics_per_node:
+            return 0
+        return self.nic_ports * max(1, self.nics_per_node // self.gpus_per_node)
 
     @classmethod
     def from_yaml(cls, text_or_path: str | Path) -> ClusterSpec:
@@ -100,9 +178,12 @@ class ClusterSpec:
                               " (`fabricsim schema cluster` prints every field)")
 
 
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ClusterSpec)}
+
+
 def _check_values(s: ClusterSpec) -> None:
     """Checks across fields and against the hardware catalog (each field's own type and range: the annotations)."""
-    hardware.get_gpu(s.gpu)
+    gpu = hardware.get_gpu(s.gpu)
     if s.scaleup == "nvl72":
         if s.domain_size % s.gpus_per_node:
             raise FabricsimError(
@@ -137,3 +218,71 @@ def _check_values(s: ClusterSpec) -> None:
         hardware.get_switch(s.spine_switch)
     elif s.nics_per_node:
         hardware.get_nic(s.nic)
+    _check_layout(s, gpu)
+    _check_transport(s)
+
+
+def _check_layout(s: ClusterSpec, gpu) -> None:
+    """NICs among GPUs, NVLinks, PCIe, hosts and racks: the combinations a server can have."""
+    R, G = s.nics_per_node, s.gpus_per_node
+    if R and R % G and G % R:
+        raise FabricsimError(f"nics_per_node {R} neither divides nor is a multiple of gpus_per_node {G}: a cluster file "
+                             "spreads NIC cards evenly among the GPUs; give the cards the GPUs use (e.g. the compute "
+                             f"NICs, {G // 2 or 1}, {G} or {2 * G})")
+    if s.nic_ports > 1:
+        if not R:
+            raise FabricsimError(f"nic_ports {s.nic_ports} needs NICs: set nics_per_node and nic, or nic_ports: 1")
+        nic = hardware.get_nic(s.nic)
+        if s.nic_ports > nic.ports:
+            raise FabricsimError(f"nic_ports {s.nic_ports}: NIC {nic.name} has {nic.ports} port"
+                                 f"{'s' * (nic.ports != 1)}: pick a {s.nic_ports}-port card (e.g. cx6dx-eth, cx8-eth) "
+                                 "or count each port's card")
+    if s.nvlinks and s.scaleup == "pcie":
+        raise FabricsimError(f"nvlinks {s.nvlinks} with scaleup 'pcie': GPUs on PCIe only have no NVLinks; set nvlinks: 0 "
+                             "or scaleup nvswitch / nvlink-bridge")
+    if s.nvlinks > gpu.scaleup_links:
+        raise FabricsimError(f"nvlinks {s.nvlinks}: a {gpu.name} has {gpu.scaleup_links} NVLinks: use at most that")
+    if s.scaleup == "nvlink-bridge" and G % 2:
+        raise FabricsimError(f"scaleup 'nvlink-bridge' joins GPUs in pairs, but gpus_per_node is {G}: use an even count")
+    if s.scaleup == "nvlink-mesh" and s.nvlinks and G != 2 and s.nvlinks != gpu.scaleup_links:
+        raise FabricsimError(f"nvlinks {s.nvlinks} with the DGX-1 cube-mesh: the mesh uses all {gpu.scaleup_links} "
+                             "links of each GPU; set nvlinks: 0, or use scaleup 'nvlink-bridge' for bridged pairs")
+    if s.pcie_gen and s.host_cpu == "grace" and not s.pcie_switches_per_node:
+        raise FabricsimError(f"pcie_gen {s.pcie_gen}: the GPUs of a Grace host reach it over NVLink-C2C, not PCIe; "
+                             "set pcie_gen: 0")
+    if s.pcie_switch_lanes != 16 and not s.pcie_switches_per_node:
+        raise FabricsimError(f"pcie_switch_lanes {s.pcie_switch_lanes} needs PCIe switches: set pcie_switches_per_node "
+                             "or pcie_switch_lanes: 16")
+    if s.cpu_vendor != "auto" and s.host_cpu == "grace":
+        raise FabricsimError(f"cpu_vendor '{s.cpu_vendor}' with host_cpu grace: Grace is an Arm CPU; set cpu_vendor: auto")
+    if s.scaleup != "nvl72" and (s.rack_trays or s.domain_racks != 1):
+        raise FabricsimError("rack_trays and domain_racks describe NVL72-style racks: set scaleup nvl72, or leave them "
+                             "out (rack_trays: 0, domain_racks: 1)")
+    trays = s.domain_size // G
+    if trays % s.domain_racks:
+        raise FabricsimError(f"domain_racks {s.domain_racks} does not divide the NVLink domain's {trays} trays: each "
+                             "rack of a domain holds the same trays")
+    if s.rack_trays and trays // s.domain_racks > s.rack_trays:
+        raise FabricsimError(f"the NVLink domain uses {trays // s.domain_racks} trays per rack but rack_trays is "
+                             f"{s.rack_trays}: a rack cannot use more trays than it holds")
+
+
+def _check_transport(s: ClusterSpec) -> None:
+    """The transport against the fabric, the NIC part and GPUDirect."""
+    if s.fabric == "none":
+        if s.transport != "auto":
+            raise FabricsimError(f"transport '{s.transport}' without a fabric: set fabric, or transport: auto")
+        return
+    if s.fabric == "ethernet" and s.transport == "ib":
+        raise FabricsimError("transport 'ib' needs fabric infiniband (RoCE on Ethernet is transport roce)")
+    t = hardware.TRANSPORTS[s.net_transport]
+    if s.fabric not in t.fabrics:
+        raise FabricsimError(f"transport '{t.name}' does not run on fabric '{s.fabric}' (it runs on "
+                             f"{', '.join(t.fabrics)}): fix fabric or transport")
+    nic = hardware.get_nic(s.nic)
+    if t.name not in nic.transports:
+        raise FabricsimError(f"NIC {nic.name} does not run transport '{t.name}' (it runs {', '.join(nic.transports)}): "
+                             f"pick a NIC for {t.name}" + (" (efa-p4d, efa-p5, efa-p5en)" if t.name == "efa" else
+                                                           " (gvnic-200)" if t.name in ("tcpx", "tcpxo") else ""))
+    if s.gpudirect and not t.gpudirect:
+        raise FabricsimError(f"transport '{t.name}' moves host memory only (no GPUDirect RDMA): set gpudirect: false")

@@ -157,6 +157,8 @@ def summarize(topo: Topology) -> dict:
         "bisection_bw_bidir": 2 * bisection,
         "bisection_cut": cut,
         "fabric": topo.features.get("fabric"),
+        "transport": topo.features.get("transport"),
+        "nics_per_gpu": int(topo.features.get("nics_per_gpu", 0) or 0),
         "fabric_levels": int(topo.features.get("fabric_levels", 0)),
         "fabric_planes": int(topo.features.get("fabric_planes", 0)),
         "features": {k: topo.features[k] for k in ("sharp", "gpudirect", "nvls", "p2p", "rail_optimized") if k in topo.features},

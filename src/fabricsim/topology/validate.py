@@ -60,7 +60,12 @@ def validate(topo: Topology) -> None:
 
 
 def _check_ports(topo: Topology) -> None:
-    used = np.bincount(topo.link_src, weights=topo.link_count, minlength=topo.n_devices)
+    # A PCIe switch's ports are x16 lane groups: a link uses its lanes / 16 of them (an x8 GPU half a port, the ports of
+    # a dual-port NIC card one port between them: each carries its share of the card's x16, topology.builders).
+    tech_bw = np.array([hardware.get_link(t).bw for t in topo.techs])[topo.link_tech]
+    pcie = np.array([hardware.get_link(t).kind == "pcie" for t in topo.techs])[topo.link_tech]
+    weight = np.where(pcie, topo.link_capacity / tech_bw, topo.link_count)
+    used = np.round(np.bincount(topo.link_src, weights=weight, minlength=topo.n_devices), 9)
     ports = np.zeros(len(topo.parts))
     for i, part in enumerate(topo.parts):
         if part in hardware.SWITCHES:

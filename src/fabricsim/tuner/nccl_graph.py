@@ -28,7 +28,9 @@ class NcclSystem:
     nvlink_mesh: NVLinks between each pair of one node's GPUs when more than two are joined directly, without an
     NVSwitch (the DGX-1 cube-mesh), in NCCL's GPU order; () otherwise. NCCL's ring search runs on it (`ring_orders`).
     pcie_bw: GPU's PCIe link, width x code / 80 (x16: Gen3 12, Gen4 24, Gen5 48).
-    nic_bw: per NIC, speed_Mbps / 8000 (400G -> 50). latency_inter_us: net plugin latency (IB reports 0).
+    nic_bw: per NCCL net device, speed_Mbps / 8000 (400G -> 50). latency_inter_us: net plugin latency (IB reports 0;
+    aws-ofi-nccl 75 us on p5). gpu_nics: net devices local to each GPU (2 on an 8-NIC GB200 tray).
+    net_unpack: the plugin's netDeviceType is UNPACK (GPUDirect-TCPX): NCCL doubles its collective channels.
     intra_type: 'nvl' if GPUs reach each other over NVLink, else 'pci'. inter_type: GPU->NIC path type
     ('pix', 'pxb', 'pxn', 'phb', ...), which gates LL128.
     """
@@ -51,6 +53,8 @@ class NcclSystem:
     nvlink_peer_bw: float | None = None
     collnet_ag_rs: bool = False  # the CollNet plugin implements iallgather / ireducescatter
     nvlink_mesh: tuple[tuple[int, ...], ...] = ()
+    gpu_nics: int = 1
+    net_unpack: bool = False
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -283,6 +287,8 @@ def comm_channels(system: NcclSystem, graphs: dict[str, NcclGraph]) -> int:
     if chain.n_channels and chain.bw_intra > chain.bw_inter and system.n_ranks > system.n_nodes:
         n = min(K.MAXCHANNELS, n + n // 2)
     if system.compcap >= 90 and system.n_nodes > 1 and ring.bw_intra > 45.0 and n < 16:
+        n = min(K.MAXCHANNELS, 2 * n)
+    if system.net_unpack and system.n_nodes > 1 and n < 16:  # unpack networks (src/graph/connect.cc:485-490)
         n = min(K.MAXCHANNELS, 2 * n)
     return max(n, 1)
 

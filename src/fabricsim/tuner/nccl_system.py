@@ -1,7 +1,12 @@
 """Build the NcclSystem NCCL's tuner would see from a fabricsim Topology.
 
 Link bandwidths are re-expressed the way NCCL's topology code counts them (src/graph/topo.h, topo.cc):
-NVLink = links x ncclTopoNVLinkBw(compcap), PCIe x16 = width x code / 80, NIC = speed_Mbps / 8000.
+NVLink = links x ncclTopoNVLinkBw(compcap), PCIe = width x code / 80 (x16: 12/24/48/96), NIC = speed_Mbps / 8000.
+
+NCCL's net devices are what the network plugin reports: one per NIC card, its ports fused (NCCL_NET_MERGE_LEVEL
+defaults to PORT, src/graph/topo.cc ncclTopoGetFusionEnv), or, for a plugin that groups the NICs local to a GPU
+(aws-ofi-nccl on EFA, hardware.TRANSPORTS fuses_local_nics), one per group with their summed speed. The latency
+the plugin reports (hardware.NIC.plugin_latency) is NCCL's graph latencyInter: a tuning input only.
 """
 
 from __future__ import annotations
@@ -30,11 +35,17 @@ def _out_links(topo: Topology, device: int, kinds: tuple[str, ...]) -> list[tupl
     return result
 
 
-def _pcie_bw(tech_name: str) -> float:
+def _pcie_bw(tech_name: str, lanes: float = 16) -> float:
+    """NCCL's GB/s of a PCIe link of this technology and width (ncclTopoGetPciBw: width x code / 80)."""
     m = re.search(r"(\d)$", tech_name)
     if not m or int(m.group(1)) not in _PCIE_X16_GBPS:
         raise FabricsimError(f"PCIe link '{tech_name}' has no NCCL bandwidth: use pcie3..pcie6")
-    return _PCIE_X16_GBPS[int(m.group(1))]
+    return _PCIE_X16_GBPS[int(m.group(1))] * lanes / 16
+
+
+def _lanes(topo: Topology, link: int, tech) -> float:
+    """Lanes of a built PCIe link: its capacity against the technology's x16 rate (builders scale by the width)."""
+    return 16 * float(topo.link_capacity[link]) / (float(topo.link_count[link]) * tech.bw)
 
 
 def _nvlink_mesh(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ...]:
@@ -82,24 +93,31 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None) -> Ncc
         peer = max(int(topo.link_count[l]) for l, _ in nvlinks) * per_link
 
     pcie = _out_links(topo, gpu_dev, ("pcie",))
-    pcie_bw = _pcie_bw(pcie[0][1].name if pcie else gpu.pcie_link)
+    pcie_bw = _pcie_bw(pcie[0][1].name, _lanes(topo, *pcie[0])) if pcie else _pcie_bw(gpu.pcie_link)
 
-    nic_bw, nics = 0.0, 0
+    features = topo.features
+    transport = hardware.TRANSPORTS.get(features.get("transport") or "ib", hardware.TRANSPORTS["ib"])
+    nic_bw, nics, gpu_nics, plugin_latency = 0.0, 0, 1, 0.0
     nic_dev = int(topo.gpu_nic[ranks[0]]) if topo.gpu_nic is not None else -1
     if nic_dev >= 0:
         net = _out_links(topo, nic_dev, ("infiniband", "ethernet"))
+        ports = int(features.get("nic_ports", 1) or 1)  # a card's ports: one NCCL device
+        per_gpu = int(features.get("nics_per_gpu", 1) or 1)  # ports a GPU sends on
+        group = per_gpu if transport.fuses_local_nics else ports  # ports behind one NCCL device
         if net and net[0][1].line_rate_gbps:
-            nic_bw = net[0][1].line_rate_gbps / 8.0  # speed (Mbps) / 8000
+            nic_bw = group * net[0][1].line_rate_gbps / 8.0  # speed (Mbps) / 8000
         # NICs of one NCCL node = one NVLink domain (a whole NVL72 rack)
         domain = topo.gpu_domain[ranks[0]]
-        nics = int(((topo.dev_kind == DeviceKind.NIC) & (topo.dev_domain == domain)).sum())
+        nics = int(((topo.dev_kind == DeviceKind.NIC) & (topo.dev_domain == domain)).sum()) // max(group, 1)
+        gpu_nics = max(per_gpu // group, 1)
+        plugin_latency = hardware.get_nic(topo.parts[int(topo.dev_part[nic_dev])]).plugin_latency
 
     cpu_links = _out_links(topo, int(topo.gpu_cpu[ranks[0]]), ("cpu",)) if topo.gpu_cpu is not None else []
     cpu_part = topo.parts[int(topo.dev_part[int(topo.gpu_cpu[ranks[0]])])] if topo.gpu_cpu is not None else "x86"
-    vendor = "arm" if "grace" in cpu_part.lower() else "amd" if any(t.name == "amd-if" for _, t in cpu_links) else "intel"
+    vendor = "arm" if "grace" in cpu_part.lower() else "amd" if (
+        cpu_part == "x86-amd" or any(t.name == "amd-if" for _, t in cpu_links)) else "intel"
 
     n_nodes = int(domains.size)
-    features = topo.features
     return NcclSystem(
         n_ranks=int(ranks.size), n_nodes=n_nodes, ppn=int(per_domain[0]), compcap=compcap,
         nvlink_bw_per_gpu=n_links * per_link, pcie_bw=pcie_bw, nic_bw=nic_bw, nics_per_node=nics,
@@ -108,5 +126,6 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None) -> Ncc
         intra_type="nvl" if n_links else "pci",
         inter_type="pxb" if features.get("gpudirect", True) else "phb",
         nvlink_peer_bw=peer, nvlink_mesh=_nvlink_mesh(topo, ranks) if peer is not None else (),
+        latency_inter_us=plugin_latency * 1e6, gpu_nics=gpu_nics, net_unpack=transport.unpack,
         source=f"topology {topo.name}",
     )

@@ -171,8 +171,9 @@ def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version: tuple[int,
 
     src/graph/paths.cc ncclTopoGetNchannels / ncclTopoComputeP2p*; channels per peer are the minimum over
     peers (NVLink peers 2 x links, PCIe peers 2, network peers as below), rounded up to a power of two.
-    v2.29+: a network peer gets max(NICs per GPU, ceil(NIC GB/s / 14)) channels (fabricsim's clusters give
-    each GPU one NIC, so the second term decides), then, with several nodes, the
+    v2.29+: a network peer gets max(n, ceil(B / 14)) channels, n the GPU's local NICs counted until their summed
+    bandwidth B reaches the GPU's own PCIe bandwidth (ncclTopoGetLocalNetCountByBw, src/graph/topo.cc:1974-1998;
+    paths.cc:943-951), then, with several nodes, the
     count halves while channels x ceil(nRanks / 8) exceed p2pnChannels (every peer fits one round).
     v2.20-2.28: a network peer starts at 2 channels, halving while 2 x nRanks > 4 x comm channels.
     Before v2.20: NCCL_NCHANNELS_PER_NET_PEER, default 2."""
@@ -186,7 +187,11 @@ def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version: tuple[int,
     else:
         local = K.MAXCHANNELS
     if version >= (2, 29):
-        remote = max(1, -(-int(system.nic_bw) // int(P2P_PER_CHANNEL_NET_BW / 1e9)))
+        count, total = 0, 0.0
+        while count < system.gpu_nics and (count == 0 or total < system.pcie_bw):
+            total += system.net_cap
+            count += 1
+        remote = max(count, -(-int(total) // int(P2P_PER_CHANNEL_NET_BW / 1e9)))
         per_peer = _pow2_up(min(local, remote))
         while per_peer * -(-system.n_ranks // NCCL_MAX_DEV_WORK_P2P_PER_BATCH) > p2p and per_peer > 1:
             per_peer //= 2
@@ -207,31 +212,57 @@ def _rails(topo: Topology, structure: schedules.Structure) -> int:
 
 
 def node_rings(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ...]:
-    """The order of one node's local ranks in each ring channel where its GPUs are joined by a direct NVLink mesh
-    (DGX-1): the rings NCCL's search finds there (nccl_graph.ring_orders); () elsewhere (an NVSwitch or PCIe node,
-    whose ascending and descending rings are what NCCL's search gives). Across nodes each channel's ring is turned
-    to leave the node from a GPU on the channel's NIC rail, the rails taken in turn, and where it can to enter the
-    next node on every rail equally often too, with enough channels (the least common multiple of rings and rails)
-    for every ring to use every rail equally: NCCL's own multi-node search starts and ends each channel at a NIC
-    (search.cc backToNet); its exact multi-node rings are not modelled."""
+    """The order of one node's local ranks in each ring channel, where NCCL's search fixes it: on a direct NVLink
+    mesh (DGX-1) the rings NCCL's search finds there (nccl_graph.ring_orders), and across nodes wherever GPUs share
+    a NIC; () elsewhere (an NVSwitch or PCIe node with a NIC per GPU, whose ascending and descending rings are what
+    NCCL's search gives).
+
+    NCCL's multi-node ring search enters each node from a NIC and leaves on the same NIC when it can (search.cc:
+    'NET n -> GPU a -> ... -> GPU x -> NET n', crossNic 0 tried first, then 2), at the closest path type first
+    (PIX: a GPU on the NIC's own PCIe switch), and subtracts each channel's bandwidth from the NIC it used
+    (search.cc:735-751): a NIC shared by two GPUs carries one channel per direction, entering at one of its GPUs
+    and leaving at the other, and the channels take the NICs in turn (`_shared_nic_rings`). On a mesh each
+    channel's ring is turned to leave the node from a GPU on the channel's NIC rail, the rails taken in turn,
+    entering on that same rail where the ring allows it, else on every rail equally often, with enough channels
+    (the least common multiple of rings and rails) for every ring to use every rail equally."""
     ranks = np.asarray(ranks, dtype=np.int32)
     rings = nccl_graph.ring_orders(_nccl_system(topo, ranks.tobytes()))
     structure = schedules.structure_from_topology(topo, ranks)
     rails = _rails(topo, structure)
-    if not rings or rails <= 1:
+    if rails <= 1:
         return rings
     rpn = structure.ranks_per_node
     rail = topo.dev_local[topo.gpu_nic[ranks[:rpn]]]  # each local rank's NIC rail
     rail = rail * rails // max(int(rail.max()) + 1, 1)
+    if not rings:
+        return _shared_nic_rings(rail, rails) if rails < rpn else ()
     n = math.lcm(len(rings), rails)
     chans = [rings[c % len(rings)] for c in range(n)]
     # per channel, the positions of the GPUs on its rail (c mod rails) it may leave from, and the rail of the entry
-    # GPU (the ring successor) each would give the next node; the first choice in order that enters every rail
-    # equally often, as it leaves every rail equally often (small: two GPUs per rail, a dozen channels)
+    # GPU (the ring successor) each would give the next node: entering on the channel's own rail where every
+    # channel can (crossNic 0), else the first choice in order that enters every rail equally often, as it leaves
+    # every rail equally often (small: two GPUs per rail, a dozen channels)
     options = [[(i, int(rail[ring[(i + 1) % rpn]])) for i, g in enumerate(ring) if rail[g] == c % rails]
                for c, ring in enumerate(chans)]
-    pick = _balanced(options, rails, -(-n // rails)) or [opts[0][0] for opts in options]
+    same = [[o for o in opts if o[1] == c % rails] for c, opts in enumerate(options)]
+    pick = ([opts[0][0] for opts in same] if all(same) else
+            _balanced(options, rails, -(-n // rails)) or [opts[0][0] for opts in options])
     return tuple(ring[pos + 1:] + ring[:pos + 1] for ring, pos in zip(chans, pick))  # the exit GPU last
+
+
+def _shared_nic_rings(rail: np.ndarray, rails: int) -> tuple[tuple[int, ...], ...]:
+    """One ring per NIC when GPUs share NICs (`rail`: each local rank's NIC): it enters at the NIC's first GPU,
+    visits the other local ranks in ascending order from there, and leaves from the NIC's second GPU."""
+    rpn = rail.shape[0]
+    out = []
+    for r in range(rails):
+        group = np.flatnonzero(rail == r).tolist()
+        if len(group) < 2:
+            return ()
+        entry, exit_ = group[0], group[1]
+        rest = [i for i in [*range(entry + 1, rpn), *range(entry)] if i != exit_]
+        out.append((entry, *rest, exit_))
+    return tuple(out)
 
 
 def _balanced(options: list[list[tuple[int, int]]], rails: int, limit: int) -> list[int] | None:

@@ -98,6 +98,12 @@ def run(path=None, level: str = "flow", progress=None) -> tuple[list[Prediction]
     """Every case of the calibration file predicted; the skipped rows with their reasons.
     `progress(done, total)`, if given, is called before the first case and after each."""
     all_cases, skipped = cases(load_rows(path))
+    return run_cases(all_cases, skipped, level, progress)
+
+
+def run_cases(all_cases: list[Case], skipped: list[Skip], level: str = "flow",
+              progress=None) -> tuple[list[Prediction], list[Skip]]:
+    """`all_cases` predicted (rows on one cluster share its built topology), with `skipped` passed through."""
     preds = []
     if progress is not None:
         progress(0, len(all_cases))

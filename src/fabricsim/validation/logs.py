@@ -127,7 +127,7 @@ def _p2p_disable(run: _Setup, var: str, value: str) -> EnvEffect:
     # through CPU memory (src/graph/paths.cc ncclTopoCheckP2p / addInterStep; the SHM transport). fabricsim
     # says that with a PCIe-only node whose GPUs may not reach each other directly.
     run.spec = dataclasses.replace(s, scaleup="pcie", domain_size=s.gpus_per_node, nvswitch_chips=0, nvls=False,
-                                   p2p=False)
+                                   p2p=False, nvlinks=0, rack_trays=0, domain_racks=1)
     return EnvEffect(var, value, "applied", "GPU-to-GPU traffic through host memory: scaleup pcie, p2p false, "
                                             "no NVLink or NVLS")
 
@@ -188,7 +188,8 @@ ENV: dict[str, Callable[[_Setup, str, str], EnvEffect]] = {
     "NCCL_NET_GDR_C2C": _default_is("1", "GPUDirect RDMA through C2C disabled is not modelled"),
     "NCCL_MNNVL_ENABLE": _fixed("cluster file", "the cluster file's NVLink domain spans the trays of a rack"),
     "NCCL_IB_HCA": _fixed("cluster file", "the cluster file lists the compute NICs the run used"),
-    "NCCL_GPUDIRECTTCPX_FORCE_ACK": _fixed("not modelled", "a GPUDirect-TCPX plugin setting: TCPX is not modelled"),
+    "NCCL_GPUDIRECTTCPX_FORCE_ACK": _fixed("not modelled", "the TCPX plugin's acknowledgement setting (the cluster "
+                                                           "file's transport is tcpx; its ACK timing is not modelled)"),
 }
 
 
