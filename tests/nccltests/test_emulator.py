@@ -146,8 +146,20 @@ def test_rank_count_from_mpi_slurm_and_flags():
     text, _ = run_binary("all_reduce_perf", ["-t", "2", "-g", "4", "-b", "1M", "-e", "1M"], H100)
     assert len(re.findall(r"^#  Rank ", text, re.M)) == 8
     assert run_binary("all_reduce_perf", ["-g", "8"], {**H100, "OMPI_COMM_WORLD_RANK": "1"}) == ("", [])
-    with pytest.raises(FabricsimError, match=r"4 ranks \(1 process x -t 1 x -g 4\).*multiple of 8"):
-        run_binary("all_reduce_perf", ["-g", "4"], H100)
+    with pytest.raises(FabricsimError, match=r"12 ranks \(1 process x -t 3 x -g 4\).*multiple of 8"):
+        run_binary("all_reduce_perf", ["-t", "3", "-g", "4"], H100)
+
+
+def test_part_of_one_node_runs_on_its_first_gpus_like_the_api():
+    """`-g 4` on a DGX H100 is GPUs 0-3 of a whole node (nccl-tests' device order), as fs.cluster(gpus=4) is."""
+    import fabricsim as fs
+
+    text, notes = run_binary("all_reduce_perf", ["-g", "4", "-b", "1G", "-e", "1G"], H100)
+    assert len(re.findall(r"^#  Rank ", text, re.M)) == 4 and "4 x H100, 1 node)" in text
+    assert any("GPUs 0-3 of 8" in n for n in notes)
+    rows, _ = plain_parse(text)
+    api_row = fs.perf(fs.cluster("dgx-h100", gpus=4), "all_reduce", 1 << 30).rows[0]
+    assert rows[0]["busbw"] == pytest.approx(api_row.busbw / 1e9, rel=1e-3)
 
 
 def test_types_ops_roots_and_memory_cap():

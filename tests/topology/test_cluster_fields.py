@@ -184,3 +184,20 @@ def test_tcpx_is_an_unpack_network():
     graphs = nccl_graph.search_graphs(system)
     assert nccl_graph.comm_channels(system, graphs) == 2 * nccl_graph.comm_channels(plain, nccl_graph.search_graphs(plain))
     assert np.all(build(a3).gpu_nic[:8:2] == build(a3).gpu_nic[1:8:2])  # two GPUs per gVNIC
+
+
+def test_grace_trays_join_their_two_sockets_so_host_staged_traffic_routes():
+    """P2P off on a GB200 tray: GPUs under different Graces meet in host memory over the socket link
+    (NCCL's ARM_BW), instead of failing for want of a link."""
+    spec = replace(preset_spec("gb200-nvl72"), nodes=1, scaleup="pcie", domain_size=4, nvswitch_chips=0,
+                   nvls=False, p2p=False, fabric="none", nics_per_node=0, nic="", nic_gbps=0.0)
+    topo = build(spec)
+    cpu = topo.devices_of(DeviceKind.CPU)
+    links = [i for i in topo.links_from(int(cpu[0])) if topo.dev_kind[topo.link_dst[i]] == DeviceKind.CPU]
+    assert [topo.techs[int(topo.link_tech[i])] for i in links] == ["grace-sys"]
+    from fabricsim.routing import route_pairs
+    routes = route_pairs(topo, [0], [3])
+    assert routes is not None
+    import fabricsim as fs
+    row = fs.perf(spec, "all_reduce", 1 << 28).rows[0]
+    assert 0 < row.busbw < 6e9  # the ring crosses the 6 GB/s socket link: it sets the pace

@@ -85,3 +85,19 @@ def test_bridge_rows_run_as_their_configs_set():
     fields, note = V._config_layout(llama, "llama3-70b", "nvfp4")
     assert fields["pp"] == 4 and "pp 1" in note and "micro_batch 2" in note
     assert V._config_layout(dict(llama, hardware={"gpu": "GB200"}), "llama3-70b", "nvfp4") == ({}, "")
+
+
+def test_json_output_carries_what_the_text_says(tmp_path):
+    """`validate --training --format json` keeps the group, layout, note and why a row has no measurement."""
+    from click.testing import CliRunner
+
+    from fabricsim.cli.main import cli
+
+    f = tmp_path / "m.jsonl"
+    f.write_text(json.dumps({"id": "x", "kind": "training", "model": "GPT 462B",
+                             "hardware": {"gpu": "H100-SXM", "total_gpus": 8}}) + "\n")
+    out = CliRunner().invoke(cli, ["validate", "--training", "--data", str(f), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    (row,) = json.loads(out.output[out.output.index("["):])
+    assert {"group", "layout", "note", "unmeasured", "memory_gb", "hbm_gb"} <= set(row)
+    assert "no throughput number" in row["unmeasured"] and row["error_pct"] is None

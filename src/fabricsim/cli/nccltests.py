@@ -50,28 +50,36 @@ def _env_int(environ, names, least: int) -> int | None:
     return None
 
 
-def sweep(topo, collective: str, size_list: list[int], **kw) -> list:
+def sweep(topo, collective: str, size_list: list[int], first: int | None = None, **kw) -> list:
     """The perf sweep this emulator prints: one PerfRow per size (`fabricsim.reports.sweep.predict` on every
-    GPU of the topology)."""
+    GPU of the topology, or on its `first` GPUs when the run is part of one node)."""
     import numpy as np
 
     from fabricsim.reports.sweep import predict
 
-    ranks = np.arange(topo.n_gpus, dtype=np.int32)
+    ranks = np.arange(first or topo.n_gpus, dtype=np.int32)
     return [p.row for p in predict(topo, ranks, collective, size_list, level="flow", library="nccl",
                                    cost_model="fabricsim", **kw)]
 
 
 def _cluster(environ, ranks: int, notes: list[str]):
+    """(spec, first): the cluster the run's ranks use, and how many of its GPUs when they are part of one node
+    (nccl-tests' `-g 4` on an 8-GPU server runs on GPUs 0-3; the node stays whole), else None."""
     from fabricsim.topology import PRESETS, load_spec
 
     name = environ.get("FABRICSIM_CLUSTER", "").strip()
     if not name:
         raise FabricsimError("FABRICSIM_CLUSTER is not set: set it to a preset (fabricsim topo list, e.g. dgx-h100) "
                              "or a cluster YAML file")
-    if name in PRESETS:
-        return load_spec(name, gpus=ranks)
     spec = load_spec(name)
+    unit = max(spec.gpus_per_node, spec.domain_size)  # a preset resizes by whole nodes (NVL72: whole racks)
+    if ranks < unit:
+        whole = load_spec(name, gpus=unit) if name in PRESETS else replace(spec, nodes=unit // spec.gpus_per_node)
+        notes.append(f"{ranks} ranks on part of {name}'s first {'node' if unit == spec.gpus_per_node else 'rack'}: "
+                     f"GPUs 0-{ranks - 1} of {unit}")
+        return whole, ranks
+    if name in PRESETS:
+        return load_spec(name, gpus=ranks), None
     have = spec.nodes * spec.gpus_per_node
     if ranks != have:
         if ranks % spec.gpus_per_node:
@@ -79,7 +87,7 @@ def _cluster(environ, ranks: int, notes: list[str]):
                                  f"(ranks = processes x -t x -g, a multiple of {spec.gpus_per_node})")
         spec = replace(spec, nodes=ranks // spec.gpus_per_node)
         notes.append(f"{name} has {have} GPUs; this run uses {ranks} ranks: {spec.nodes} node(s) of it")
-    return spec
+    return spec, None
 
 
 def _sizes(args) -> list[int]:
@@ -169,7 +177,7 @@ def run_binary(binary: str, argv: list[str], environ) -> tuple[str, list[str]]:
     if collective == "sendrecv" and ranks < 2:
         raise FabricsimError("sendrecv_perf needs at least 2 ranks: raise -g or run more processes")
     try:
-        spec = _cluster(environ, ranks, notes)
+        spec, first = _cluster(environ, ranks, notes)
     except FabricsimError as err:
         raise FabricsimError(f"{ranks} ranks ({procs} process{'es' * (procs != 1)} x -t {args.nthreads} x -g "
                              f"{args.ngpus}): {err}") from None
@@ -181,10 +189,11 @@ def run_binary(binary: str, argv: list[str], environ) -> tuple[str, list[str]]:
     cap = int((gpu.hbm_bytes - (1 << 30)) / (3 if args.check else 2))  # src/common.cu: send + recv (+ expected) + 1 GiB
     maxbytes = min(args.maxbytes, cap)
     size_list = _sizes(replace(args, maxbytes=maxbytes))
-    groups = [sweep(topo, collective, size_list, dtype=t, redop=o, root=r, algos=env.algos, protos=env.protos)
+    groups = [sweep(topo, collective, size_list, first, dtype=t, redop=o, root=r, algos=env.algos, protos=env.protos)
               for t, o, r in _choices(args, collective, ranks, notes)]
+    nodes = env.spec.nodes if first is None else -(-first // env.spec.gpus_per_node)  # the nodes the ranks are on
     simulated = (f"# SIMULATED by fabricsim {__version__}: no GPU ran; every figure is a prediction for "
-                 f"{env.spec.name} ({ranks} x {gpu.name}, {env.spec.nodes} node{'s' * (env.spec.nodes != 1)}) "
+                 f"{env.spec.name} ({ranks} x {gpu.name}, {nodes} node{'s' * (nodes != 1)}) "
                  f"with NCCL {NCCL_VERSION[0]}.{NCCL_VERSION[1]} tuning"
                  + (f"; {' '.join(env.applied)}" if env.applied else ""))
     step = (args.stepfactor, "factor") if args.stepfactor > 1 else (args.stepbytes, "bytes")

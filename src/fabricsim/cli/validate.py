@@ -126,8 +126,10 @@ def _training(path, fmt: str, level: str) -> None:
 
         rows = calibration_rows(path, comm)
     if fmt == "json":
-        click.echo(json.dumps([{"id": r.id, "metric": r.metric, "measured": r.measured, "predicted": r.predicted,
-                                "error_pct": r.error_pct, "skipped": r.skipped} for r in rows], indent=1))
+        click.echo(json.dumps([{"id": r.id, "group": r.group, "metric": r.metric, "measured": r.measured,
+                                "predicted": r.predicted, "error_pct": r.error_pct, "layout": r.layout,
+                                "memory_gb": r.memory_gb, "hbm_gb": r.hbm_gb, "skipped": r.skipped, "note": r.note,
+                                "unmeasured": r.unmeasured} for r in rows], indent=1))
     else:
         click.echo(format_rows(rows))
 

@@ -171,6 +171,13 @@ def _other_links() -> list[LinkTech]:
                    "16 GB/s (topo.h), NCCL's achievable value stored as bw",
             efficiency_source="bw is already NCCL's achievable socket-to-socket value (efficiency 1.0)",
         ),
+        LinkTech(
+            name="grace-sys", kind="cpu", bw=6 * GB, efficiency=1.0, latency=ONBOARD_LINK_LATENCY,
+            source="the two Grace CPUs of a GB200/GB300 compute tray: NCCL prices traffic between Arm sockets at "
+                   "ARM_BW = 6 GB/s (src/graph/topo.h, ncclTopoGetInterCpuBw for NCCL_TOPO_CPU_ARCH_ARM); no "
+                   "vendor figure for the tray's socket link is published",
+            efficiency_source="bw is already NCCL's achievable socket-to-socket value (efficiency 1.0)",
+        ),
     ]
 
 

@@ -143,11 +143,13 @@ def build_topology(spec: ClusterSpec) -> Topology:
         _add_pairs(acc, gpus, gpu_cpu, "nvlink-c2c")
     else:
         _add_pairs(acc, gpus, gpu_cpu, gpu_pcie, width=lanes)
-    if C > 1 and not grace:
-        # socket interconnect: Intel UPI, or AMD EPYC's Infinity Fabric (NCCL topo.h QPI/SKL/SRP vs AMD_BW)
+    if C > 1:
+        # socket interconnect: Intel UPI, AMD EPYC's Infinity Fabric or the tray's two Graces (NCCL topo.h SRP_QPI_BW,
+        # AMD_BW, ARM_BW): host-staged traffic between GPUs of different sockets crosses it
         i, j = np.triu_indices(C, 1)
         base = (nodes * C)[:, None]
-        _add_pairs(acc, cpus[(base + i).ravel()], cpus[(base + j).ravel()], "amd-if" if spec.vendor == "amd" else "upi")
+        socket = "grace-sys" if grace else "amd-if" if spec.vendor == "amd" else "upi"
+        _add_pairs(acc, cpus[(base + i).ravel()], cpus[(base + j).ravel()], socket)
 
     # NICs: NIC port r sits on the PCIe switch (or CPU) of GPU r*G//R, the GPUDirect RDMA path; a card's ports
     # share its PCIe link (each port's link carries 1/P of it). GPU g's first NIC is port (g*cards//G)*P.
