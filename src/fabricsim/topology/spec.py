@@ -16,6 +16,7 @@ from msgspec import Meta
 
 from fabricsim import hardware, inputs
 from fabricsim.errors import FabricsimError
+from fabricsim.topology.faults import NO_FAULTS, Faults
 
 Scaleup = Literal["nvswitch", "nvlink-mesh", "nvl72", "pcie"]
 Fabric = Literal["infiniband", "roce", "none"]
@@ -47,6 +48,7 @@ class ClusterSpec:
     routing: how the fat tree spreads flows over equal-cost paths: 'ecmp' (static, one hashed path per
     flow: Ethernet ECMP, InfiniBand's static forwarding tables) or 'adaptive' (every flow spread evenly
     over all paths: InfiniBand adaptive routing, Spectrum-X packet spraying).
+    faults: parts that are down or degraded (`topology.faults`); `build` applies them to the healthy cluster.
     """
 
     name: Annotated[str, Meta(min_length=1, description="cluster name, printed in every report")]
@@ -78,6 +80,7 @@ class ClusterSpec:
     cpus_per_node: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="CPU sockets per server or tray")] = 2
     host_cpu: Annotated[HostCpu, Meta(description="host CPU kind")] = "x86"
     routing: Annotated[Routing, Meta(description="fat-tree routing: ecmp (one hashed path) or adaptive")] = "ecmp"
+    faults: Annotated[Faults, Meta(description="failed and degraded parts (fail, degrade, seed)")] = NO_FAULTS
 
     def __post_init__(self) -> None:
         inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
@@ -85,9 +88,16 @@ class ClusterSpec:
 
     def to_yaml(self) -> str:
         """YAML text that `from_yaml` reads back into an equal spec."""
+        import msgspec
         import yaml  # here, not at module level: a preset run never loads the YAML parser
 
-        return yaml.safe_dump(dataclasses.asdict(self), sort_keys=False)
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if self.faults:
+            data["faults"] = {k: list(v) if isinstance(v, tuple) else v
+                              for k, v in msgspec.to_builtins(self.faults).items()}
+        else:
+            del data["faults"]  # a healthy cluster's file has no faults section
+        return yaml.safe_dump(data, sort_keys=False)
 
     @classmethod
     def from_yaml(cls, text_or_path: str | Path) -> ClusterSpec:
