@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _API = ("Cluster", "CompareResult", "FabricsimError", "PerfResult", "SweepResult", "TrainResult", "cluster", "compare",
-        "doctor", "perf", "report", "sizes", "sweep", "train")
+        "degrade", "doctor", "fail", "perf", "report", "sizes", "sweep", "train")
 __all__ = ["__version__", *_API]
 
 if TYPE_CHECKING:
     from fabricsim.api import (
-        Cluster, CompareResult, FabricsimError, PerfResult, SweepResult, TrainResult, cluster, compare, doctor, perf,
-        report, sizes, sweep, train,
+        Cluster, CompareResult, FabricsimError, PerfResult, SweepResult, TrainResult, cluster, compare, degrade, doctor,
+        fail, perf, report, sizes, sweep, train,
     )
 
 

@@ -4,7 +4,8 @@
     r = fs.perf(c, "all_reduce", fs.sizes("8", "8G", factor=8))
     r.to_pandas()                                            # the nccl-tests figures, one row per size
 
-`cluster` builds a cluster and says which GPU ranks a run uses; `perf` predicts an nccl-tests sweep;
+`cluster` builds a cluster and says which GPU ranks a run uses, with its failed and degraded parts (`faults`, or
+`fail` / `degrade` on a cluster: a new cluster); `perf` predicts an nccl-tests sweep;
 `compare` scores a real nccl-tests log against the prediction; `doctor` finds where a real log falls short of its
 hardware and ranks the likely causes; `train` times training steps; `sweep` runs a sweep file's design space into a
 results file and `report` draws results as an HTML page. Each returns
@@ -33,13 +34,14 @@ if TYPE_CHECKING:
     from fabricsim.reports.nccltests_table import PerfRow
     from fabricsim.topology.spec import Routing
     from fabricsim.reports.sweep import ExplainRow
-    from fabricsim.topology import ClusterSpec, Topology
+    from fabricsim.topology import ClusterSpec, Faults, Topology
+    from fabricsim.topology.faulted import FaultReport
     from fabricsim.training.models import ModelSpec
     from fabricsim.training.step import StepResult
     from fabricsim.training.sweep import Exposure, Refused, Wall
 
 __all__ = ["Cluster", "CompareResult", "FabricsimError", "PerfResult", "SweepResult", "TrainResult", "cluster",
-           "compare", "doctor", "perf", "report", "sizes", "sweep", "train"]
+           "compare", "degrade", "doctor", "fail", "perf", "report", "sizes", "sweep", "train"]
 
 Progress = Callable[[int, int], None]  # progress(done, total)
 SweepProgress = Callable[[int, int, int], None]  # progress(points done, points in all, points failed)
@@ -73,8 +75,13 @@ class Cluster:
 
     @property
     def spec(self) -> ClusterSpec:
-        """The cluster's spec (what `fabricsim topo save` writes)."""
+        """The cluster's spec (what `fabricsim topo save` writes), its faults included."""
         return self.topology.spec
+
+    @property
+    def faults(self) -> FaultReport | None:
+        """What the cluster's faults are and what they resolved to (`lines`); None for a healthy cluster."""
+        return self.topology.features.get("faults")
 
     def summary(self) -> dict[str, Any]:
         """The hardware summary of `fabricsim topo show` (SI units) and the ranks the run uses."""
@@ -87,7 +94,8 @@ class Cluster:
         nodes = int(spec.nodes) if spec is not None else 0
         gpu = spec.gpu if spec is not None else "GPU"
         used = f"ranks {rank_ranges(self.ranks)} of {self.total_gpus:,} {gpu}" if self.partial else f"{self.n_gpus:,} x {gpu}"
-        return f"Cluster({self.name!r}: {used}, {nodes:,} node{'s' * (nodes != 1)})"
+        faults = f", faults: {self.faults.faults.text()}" if self.faults is not None else ""
+        return f"Cluster({self.name!r}: {used}, {nodes:,} node{'s' * (nodes != 1)}{faults})"
 
 
 def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
@@ -144,12 +152,14 @@ def _per_node(nodes: int, gpus: int) -> int:
 
 
 def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gpus: int | None = None, *,
-            routing: str | None = None) -> Cluster:
+            routing: str | None = None, faults: Faults | Mapping[str, Any] | None = None) -> Cluster:
     """Build a preset (`fabricsim topo list`), a cluster YAML file or a `ClusterSpec`.
 
     `nodes` / `gpus` size a preset. `gpus` below one node (or one NVL72 rack) builds the whole node and runs on
     its first `gpus` ranks; `nodes` and `gpus` together run `gpus / nodes` ranks on each node (nccl-tests' `-g 4`
-    on two 8-GPU servers). `routing` ('ecmp' | 'adaptive') replaces the cluster's fat-tree routing."""
+    on two 8-GPU servers). `routing` ('ecmp' | 'adaptive') replaces the cluster's fat-tree routing. `faults` (a
+    `topology.Faults`, or a mapping as a cluster file's `faults:` section: {'fail': ['spine3'], 'degrade':
+    ['node5.gpu3:0.5'], 'seed': 7}) adds to the file's own failed and degraded parts."""
     import numpy as np
 
     from fabricsim import topology
@@ -162,6 +172,8 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
     if per_node is not None and per_node > spec.gpus_per_node:
         raise FabricsimError(f"--nodes {nodes} --gpus {gpus} is {per_node} GPUs per node, but {spec.name} has "
                              f"{spec.gpus_per_node} per node: use --gpus up to {spec.nodes * spec.gpus_per_node}")
+    if faults is not None:
+        spec = replace(spec, faults=spec.faults.plus(_faults(faults)))
     topo = topology.build(replace(spec, routing=cast("Routing", routing)) if routing else spec)  # checked above
     if per_node is not None:
         ranks = np.flatnonzero(topo.dev_local[topo.gpu_device] < per_node)
@@ -174,6 +186,39 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
 
 def _as_cluster(c: Cluster | str | Path | ClusterSpec) -> Cluster:
     return c if isinstance(c, Cluster) else cluster(c)
+
+
+def _faults(value: Faults | Mapping[str, Any]) -> Faults:
+    """A `Faults`, or one read from a mapping as a cluster file's faults section is (every problem one error)."""
+    from fabricsim import inputs
+    from fabricsim.topology import Faults
+
+    if isinstance(value, Faults):
+        return value
+    return cast("Faults", inputs.convert(dict(value) if isinstance(value, Mapping) else value, Faults, "faults"))
+
+
+def fail(cluster: Cluster, *targets: str, seed: int | None = None) -> Cluster:
+    """`cluster` with `targets` down (device names, globs, links 'A -> B', counts 'random:2%:spine-links'; see
+    `topology.faults`), on the same ranks: a new cluster, the given one unchanged."""
+    from fabricsim.topology.faults import faults_of
+
+    return _with_faults(cluster, faults_of(fail=targets, seed=seed))
+
+
+def degrade(cluster: Cluster, *targets: str, seed: int | None = None) -> Cluster:
+    """`cluster` with each 'SPEC:FACTOR' target left at that share of its capacity (links, every link of a device) or
+    compute speed (a GPU), on the same ranks: a new cluster, the given one unchanged."""
+    from fabricsim.topology.faults import faults_of
+
+    return _with_faults(cluster, faults_of(degrade=targets, seed=seed))
+
+
+def _with_faults(c: Cluster, extra: Faults) -> Cluster:
+    from fabricsim import topology
+
+    topo = topology.build(replace(c.spec, faults=c.spec.faults.plus(extra)))
+    return Cluster(topo.name, c.source, topo, c.ranks)
 
 
 def sizes(minbytes: int | str, maxbytes: int | str | None = None, *, factor: float | None = None,
@@ -231,7 +276,8 @@ class PerfResult:
                 "ranks": rank_ranges(c.ranks), "collective": self.collective, "cost_model": self.cost_model,
                 "level": self.level or None, "library": self.library,
                 "routing": topo.features.get("routing") if topo.features.get("fabric") else None,
-                "algo": list(self.algo) if self.algo else None, "proto": list(self.proto) if self.proto else None}
+                "algo": list(self.algo) if self.algo else None, "proto": list(self.proto) if self.proto else None,
+                "faults": list(c.faults.lines) if c.faults is not None else None}
 
     def to_records(self) -> list[dict[str, Any]]:
         """One dict per size, as `fabricsim perf --format json` prints its rows (units in the key names)."""
@@ -308,13 +354,29 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
                               cost_model=cost_model, library=library)
     size_list = _size_list(sizes)
     algos, protos = _names(algo, "algo", collective), _names(proto, "proto", collective)
-    notes = forced_notes(c.topology, c.ranks, collective, algos)
+    notes = forced_notes(c.topology, c.ranks, collective, algos) + _fault_notes(c, cost_model)
     points = predict(c.topology, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
                      protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
                      progress=progress)
     return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
                       tuple(p.pick for p in points), tuple(notes), tuple(algos) if algos else None,
                       tuple(protos) if protos else None)
+
+
+def _fault_notes(c: Cluster, cost_model: str) -> list[str]:
+    """What a collective on a faulted cluster does not show: slow GPUs' compute, and faults under NCCL's own model."""
+    report = c.faults
+    if report is None:
+        return []
+    out = []
+    slow = [r for r, _ in report.gpu_speed if r in set(c.ranks.tolist())]
+    if slow:
+        out.append(f"a slow GPU's compute ({len(slow)} GPU{'s' * (len(slow) != 1)} throttled) does not change a collective's time "
+                   "here: fabricsim times collectives on links and NCCL's caps; `train` charges a slow GPU's compute")
+    if cost_model == "nccl":
+        out.append("NCCL's cost model sees only the NVLink and NIC counts of a degraded node, not the failed switches "
+                   "and cables: use --cost-model fabricsim for their effect")
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -391,7 +453,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
                               library="nccl")
     algos, protos = _names(algo, "algo", coll), _names(proto, "proto", coll)
-    notes = forced_notes(c.topology, c.ranks, coll, algos)
+    notes = forced_notes(c.topology, c.ranks, coll, algos) + _fault_notes(c, cost_model)
     kept, skipped = report.comparable(parsed.rows, placement)
     done = [0]
 
@@ -411,7 +473,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     meta = {"fabricsim_version": __version__, "log": str(log) if not isinstance(log, ParsedLog) else None,
             "collective": coll, "log_nranks": parsed.nranks, "nccl_version": parsed.nccl_version, "cluster": c.name,
             "gpus": c.n_gpus, "ranks": rank_ranges(c.ranks), "placement": placement, "cost_model": cost_model,
-            "level": level_run or None}
+            "level": level_run or None, "faults": list(c.faults.lines) if c.faults is not None else None}
     return CompareResult(tuple(rows), report.summarize(rows), tuple(skipped), meta, tuple(notes))
 
 
