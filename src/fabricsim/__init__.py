@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_API = ("Cluster", "CompareResult", "FabricsimError", "PerfResult", "SweepResult", "TrainResult", "cluster", "compare",
-        "degrade", "doctor", "fail", "perf", "report", "sizes", "sweep", "train")
+_API = ("Cluster", "CompareResult", "FabricsimError", "FailuresResult", "PerfResult", "SweepResult", "TrainResult",
+        "cluster", "compare", "degrade", "doctor", "fail", "failures", "perf", "report", "sizes", "sweep", "train")
 __all__ = ["__version__", *_API]
 
 if TYPE_CHECKING:
     from fabricsim.api import (
-        Cluster, CompareResult, FabricsimError, PerfResult, SweepResult, TrainResult, cluster, compare, degrade, doctor,
-        fail, perf, report, sizes, sweep, train,
+        Cluster, CompareResult, FabricsimError, FailuresResult, PerfResult, SweepResult, TrainResult, cluster, compare,
+        degrade, doctor, fail, failures, perf, report, sizes, sweep, train,
     )
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabricsim.errors import FabricsimError
 from fabricsim.routing.tables import Tables
+from fabricsim.topology.faulted import Cut
 from fabricsim.topology.model import Topology
 
 
@@ -60,7 +60,7 @@ def _spread(topo: Topology, tb: Tables, row: np.ndarray, weight: np.ndarray, nic
     node = topo.gpu_node[gpus].astype(np.int64)
     k = np.where(spread, tb.node_nic_ptr[node + 1] - tb.node_nic_ptr[node], 1)
     if (k == 0).any():
-        raise FabricsimError(f"node{int(node[np.argmax(k == 0)])} has no working NIC, so its GPUs cannot reach other "
+        raise Cut(f"node{int(node[np.argmax(k == 0)])} has no working NIC, so its GPUs cannot reach other "
                              "nodes: fail fewer NICs or NIC cables there")
     out = np.repeat(np.arange(row.size), k)
     i = np.arange(out.size) - np.repeat(np.cumsum(k) - k, k)

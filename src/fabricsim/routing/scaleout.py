@@ -24,6 +24,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.routing.tables import Tables, find_links
+from fabricsim.topology.faulted import Cut
 from fabricsim.topology.model import Topology
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -72,15 +73,16 @@ def _choose(mask: np.ndarray, h: np.ndarray, adaptive: bool):
 
 
 def _unreachable(topo: Topology, a: int, b: int):
+    what = f"fabric cannot route from {topo.device_name(a)} to {topo.device_name(b)}: no up/down path exists; "
+    if topo.link_origin is not None:
+        raise Cut(what + "the failed links cut every up/down path between them: fail fewer switches or cables")
     planes = int(topo.features.get("fabric_planes", 1) or 1)
     fix = (
         f"the fabric is split into {planes} planes that never meet, so cross-rail traffic needs PXN (pxn=None or True)"
         if planes > 1
         else "connect every leaf to spines and, across pods, spines to a common core level"
     )
-    if topo.link_origin is not None:
-        fix = "the failed links cut every up/down path between them: fail fewer switches or cables"
-    raise FabricsimError(f"fabric cannot route from {topo.device_name(a)} to {topo.device_name(b)}: no up/down path exists; {fix}")
+    raise FabricsimError(what + fix)
 
 
 def _core_reaches(topo: Topology, tb: Tables, up: np.ndarray, leaf: np.ndarray) -> np.ndarray:

@@ -24,6 +24,10 @@ from fabricsim.topology.variants import with_link_capacity, without_links
 SHOWN = 4  # names listed per target in a report line before '+N more'
 
 
+class Cut(FabricsimError):
+    """Faults that leave a GPU unable to reach the others: nothing can run on that cluster."""
+
+
 @dataclass(frozen=True)
 class FaultReport:
     """What `Faults` did to a topology; cables by the even link index of the topology as built."""
@@ -69,7 +73,7 @@ def apply_faults(topo: Topology, faults: Faults) -> Topology:
         try:
             variant = without_links(variant, 2 * failed)
         except FabricsimError as err:
-            raise FabricsimError(f"the faults ({faults.text()}) cut the cluster: {err}") from None
+            raise Cut(f"the faults ({faults.text()}) cut the cluster: {err}") from None
     slow = np.flatnonzero(acc.speed != 1.0)
     built = (lambda c: int(2 * c)) if topo.link_origin is None else (lambda c: int(topo.link_origin[2 * c]))
     report = FaultReport(faults, tuple(acc.lines), tuple(built(c) for c in failed),
