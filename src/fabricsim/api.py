@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from fabricsim.topology.faulted import FaultReport
     from fabricsim.training.models import ModelSpec
     from fabricsim.training.step import StepResult
+    from fabricsim.training.stragglers import WhatIf
     from fabricsim.training.sweep import Exposure, Refused, Wall
 
 __all__ = ["Cluster", "CompareResult", "FabricsimError", "FailuresResult", "PerfResult", "SweepResult", "TrainResult",
@@ -604,6 +605,7 @@ class TrainResult:
     exposures: Mapping[str, tuple[Exposure, ...]]
     failed: Mapping[str, str]
     notes: tuple[str, ...] = ()
+    whatif: WhatIf | None = None  # per count what the faults and jitter cost (the 'what-if' runs)
 
     def ran(self, label: str = "baseline") -> list[StepResult]:
         """The step results of the counts that ran, for one variant."""
@@ -622,10 +624,10 @@ class TrainResult:
         return _dataframe(self.to_records())
 
     def title(self, label: str = "baseline") -> str:
-        """'llama3-70b on superpod-h100', and the variant for another label."""
-        from fabricsim.training.variants import VARIANTS
+        """'llama3-70b on superpod-h100', and the variant (or the faults) for another label."""
+        from fabricsim.training.runs import variant_name
 
-        return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {VARIANTS[label][0]}")
+        return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {variant_name(label, self.whatif)}")
 
     def report(self, path: str | Path, title: str | None = None) -> Path:
         """Write the HTML report of this run (tokens/s per GPU and MFU against GPUs per variant, the table) to `path`
@@ -660,13 +662,17 @@ def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | Cluster
           seq: int | None = None, global_batch: int | None = None, micro_batch: int | None = None,
           precision: str | None = None, recompute: str | None = None, efficiency: float | None = None,
           search: bool = False, compare: Iterable[str] = (), progress: Progress | None = None,
-          **options: Any) -> TrainResult:
+          faults: Faults | Mapping[str, Any] | None = None, jitter: float | None = None, steps: int | None = None,
+          seed: int | None = None, **options: Any) -> TrainResult:
     """Step time, tokens/s, MFU, memory and exposed communication of `model` (a built-in name, a YAML file or a
     ModelSpec) on `cluster` at each GPU count, and the scaling wall; `compare` adds interconnect variants ('pcie',
     'xdr', 'nvl72', 'sharp', 'no-gpudirect', 'routing'); `search` considers every TP x PP (x EP) layout that fits
     and keeps the fastest. Layout sizes left None are chosen per count (Megatron's defaults); `options` are the
     other `fabricsim train` settings by name (etp, tp_overlap, dp_overlap, dispatcher, capacity_factor, ...).
-    A count that cannot run is a `Refused` row with the reason; the others run."""
+    A count that cannot run is a `Refused` row with the reason; the others run. `faults` (as in `cluster`: slow GPUs
+    'node5.gpu3:0.5', slow NICs or links, failed parts) and `jitter` (the lognormal sigma of every GPU's compute
+    per step, over `steps` steps drawn with `seed`) add the 'what-if' runs and `TrainResult.whatif`: what one
+    straggler costs on the step's critical path, and the step-time distribution."""
     from fabricsim.training.runs import train_sweep
 
     counts = [gpus] if isinstance(gpus, int) else list(gpus)
@@ -674,10 +680,15 @@ def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | Cluster
         raise FabricsimError("give positive GPU counts, e.g. --gpus 8,64,512")
     given = dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vp=vp, zero=zero, sp=sp, global_batch=global_batch,
                  micro_batch=micro_batch, precision=precision, recompute=recompute, **options)
+    extra = _faults(faults) if faults is not None else None
+    if isinstance(cluster, Cluster) and cluster.spec.faults:  # a faulted cluster: the baseline is it healthy
+        extra = cluster.spec.faults.plus(extra) if extra is not None else cluster.spec.faults
     sweep = train_sweep(model, _train_cluster(cluster), counts, search=search, compare=compare,
-                        efficiency=efficiency, seq=seq, progress=progress, **given)
+                        efficiency=efficiency, seq=seq, progress=progress, faults=extra, jitter=jitter, steps=steps,
+                        seed=seed, **given)
     return TrainResult(sweep.model, sweep.cluster, {k: tuple(v) for k, v in sweep.runs.items()}, dict(sweep.walls),
-                       {k: tuple(v) for k, v in sweep.exposures.items()}, dict(sweep.failed), tuple(sweep.warnings))
+                       {k: tuple(v) for k, v in sweep.exposures.items()}, dict(sweep.failed), tuple(sweep.warnings),
+                       sweep.whatif)
 
 
 @dataclass(frozen=True, eq=False)
@@ -758,8 +769,10 @@ def report(results: str | Path | Sequence[str | Path], output: str | Path, *, po
 
 def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | ClusterSpec:
     """What the training sweep sizes per GPU count: a preset name or YAML path, or a spec template (a cluster
-    whose routing was overridden keeps the override)."""
+    whose routing was overridden keeps the override); healthy (`train` runs a faulted cluster's faults as its
+    what-if)."""
     from fabricsim import topology
+    from fabricsim.topology.faults import NO_FAULTS
 
     if isinstance(cluster, Path):
         return str(cluster)
@@ -768,6 +781,8 @@ def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | Cluster
     if cluster.partial:
         raise FabricsimError(f"{cluster!r} runs on part of the cluster; train sizes the cluster for each GPU count "
                              f"itself: pass {cluster.source!r} and the counts")
+    if cluster.spec.faults and cluster.source not in topology.PRESETS:
+        return replace(cluster.spec, faults=NO_FAULTS)
     if cluster.source not in topology.PRESETS and not Path(cluster.source).is_file():
         return cluster.spec  # built from a ClusterSpec: the template itself
     default = topology.load_spec(cluster.source)
