@@ -65,7 +65,7 @@ def test_perf_cli_prints_the_faults_and_their_figure(capsys):
 @pytest.mark.parametrize("args,match", [
     (["--degrade", "node0.nic1"], "must read SPEC:FACTOR"),
     (["--degrade", "node0.nic1:2"], "at most 1"),
-    (["--seed", "3"], "--seed draws the random"),
+    (["--seed", "3"], "--seed seeds the random"),
     (["--fail", "node0.gpu0"], "a dead GPU leaves the job"),
 ])
 def test_bad_fault_options_are_one_line_and_exit_2(capsys, args, match):

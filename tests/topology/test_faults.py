@@ -127,6 +127,20 @@ def test_a_bad_faults_section_is_one_error_naming_the_entry(section, match):
         ClusterSpec.from_yaml(load_spec("dgx-h100").to_yaml() + f"faults: {section}\n")
 
 
+def test_a_cluster_file_with_faults_validates_against_the_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    import yaml
+
+    from fabricsim import inputs
+
+    schema = inputs.json_schema(ClusterSpec)
+    spec = replace(load_spec("dgx-h100"), faults=Faults(fail=("node0.nic0",), degrade=("node0.gpu1:0.5",), seed=2))
+    jsonschema.validate(yaml.safe_load(spec.to_yaml()), schema)
+    bad = {**yaml.safe_load(spec.to_yaml()), "faults": {"fial": ["spine3"]}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
 def test_classes_hold_what_they_say(pod):
     assert N.class_devices(pod, "spines").size == 16 and N.class_devices(pod, "nics").size == 1024
     assert (pod.dev_kind[N.class_devices(pod, "leaves")] == DeviceKind.FABRIC_SWITCH).all()

@@ -43,7 +43,8 @@ def faults_given(fail, degrade, seed):
 
     if not fail and not degrade:
         if seed is not None:
-            raise FabricsimError("--seed draws the random:... targets of --fail / --degrade: give one, or drop --seed")
+            raise FabricsimError("--seed seeds the random:... draws of --fail / --degrade (and train's --jitter): give one of "
+                                 "them, or drop --seed")
         return None
     return faults_of(fail=fail, degrade=degrade, seed=seed)
 

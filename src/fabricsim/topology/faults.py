@@ -95,7 +95,8 @@ def split_degrade(text: str, where: str = "--degrade") -> tuple[str, float]:
 
 
 class Faults(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
-    """Failed and degraded parts of a cluster (see the module docstring): the `faults:` section of a cluster file."""
+    """Failed and degraded parts of a cluster, the `faults:` section of a cluster file: `fail` lists targets that are
+    down, `degrade` TARGET:FACTOR entries, `seed` seeds the random:N:CLASS draws (fabricsim.topology.faults)."""
 
     fail: Annotated[tuple[str, ...], Meta(description="devices, links or counts that are down (SPEC)")] = ()
     degrade: Annotated[tuple[str, ...], Meta(description="SPEC:FACTOR, capacity or compute speed left")] = ()
