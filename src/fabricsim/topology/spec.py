@@ -92,7 +92,7 @@ class ClusterSpec:
         import yaml  # here, not at module level: a preset run never loads the YAML parser
 
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        if self.faults:
+        if self.faults != NO_FAULTS:  # a seed alone is kept too, so the file reads back equal
             data["faults"] = {k: list(v) if isinstance(v, tuple) else v
                               for k, v in msgspec.to_builtins(self.faults).items()}
         else:
