@@ -78,3 +78,25 @@ def test_bad_sweeps_are_one_line(capsys, args, match):
     assert main(["whatif", "failures", "-c", "dgx-h100", "--nodes", "2", "--size", "1M", *args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and match in err
+
+
+def test_one_spine_down_on_a_1024_gpu_superpod(capsys):
+    """The issue's case. superpod-h100 at 1,024 GPUs is non-blocking: all_reduce loads its 16 spines lightly, so one
+    spine down changes nothing while the same bytes spread over the 15 left (mean load x 16/15); with the leaves
+    2:1 oversubscribed (8 spines) alltoall binds at the spines, and one down costs the lost uplink share, 1/8,
+    where adaptive routing spreads over the spines left, the bottleneck a surviving leaf -> spine link."""
+    assert main(["whatif", "failures", "-c", "superpod-h100", "--gpus", "1024", "--size", "1G", "--fail-count", "0..1",
+                 "--seeds", "1", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[1]["change_median_pct"] == 0.0 and rows[1]["draws"][0]["layer_load_max"] < 1
+    assert rows[1]["draws"][0]["layer_load_mean"] == pytest.approx(rows[0]["draws"][0]["layer_load_mean"] * 16 / 15, rel=1e-9)
+
+    spec = replace(load_spec("superpod-h100", gpus=1024), oversubscription=2.0, routing="adaptive")
+    result = fs.failures(fs.cluster(spec), "alltoall", "64M", fail_counts="0..1", what="spines", seeds=1)
+    healthy, down = result.rows
+    assert result.size == 8 and healthy.worst.layer_mean == pytest.approx(1.0, abs=0.03)  # the spines bind
+    assert down.median / healthy.median == pytest.approx(7 / 8, abs=0.005)
+    assert f"{(down.median / healthy.median - 1) * 100:+.1f}%" in result.table()
+    failed = down.worst.failed.split(": ")[1].split(" (")[0]  # 'spine5'
+    src, _, dst = down.worst.bottleneck.partition(" -> ")
+    assert "spine" in src + dst and failed not in (src, dst.split(" (")[0])
