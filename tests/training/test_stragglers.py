@@ -140,3 +140,33 @@ def test_a_collective_of_groups_runs_at_the_pace_of_the_group_with_a_slow_link()
     for where in ("node1.gpu3 -> domain1.nvswitch0:1/2", "node0.gpu3 -> domain0.nvswitch0:1/2"):
         slow = engine_comm_model(apply_faults(two, Faults(degrade=(where,)))).time("all_gather", groups, 64 << 20)
         assert slow > 1.5 * healthy
+
+
+def test_a_straggler_at_half_speed_on_8192_gpus_costs_its_critical_path():
+    """The issue's case: one GPU at 0.5x in an 8,192-GPU llama3-70b step (tp 8, pp 4) on superpod-h100. Its stage
+    computes each micro-batch twice as long (its TP collectives hiding behind longer GEMMs), the pipeline is a flow
+    shop paced by that stage, the slow GPU's optimizer step ends the step; the printed breakdown adds up to it."""
+    from fabricsim.cli.train import _whatif_table
+    from fabricsim.topology import Faults
+    from fabricsim.training.runs import WHATIF, train_sweep
+
+    sweep = train_sweep("llama3-70b", "superpod-h100", [8192], tp=8, pp=4, faults=Faults(degrade=("node5.gpu3:0.5",)))
+    healthy, slow = sweep.runs["baseline"][0], sweep.runs[WHATIF][0]
+    how = sweep.whatif.straggles[8192]
+    par = healthy.parallelism
+    m, opt = par.micro_batches, healthy.compute_parts["optimizer"]
+    assert (par.n_gpus, par.tp, par.pp) == (8192, 8, 4) and m > 1
+    compute_mb = (healthy.compute - opt) / m
+    t = S.per_micro_batch(healthy)
+    t_slow = t + compute_mb + (slow.exposed["tp"] - healthy.exposed["tp"]) / m  # its kernels take twice as long
+    assert how.per_mb == pytest.approx(t) and how.per_mb_slow == pytest.approx(t_slow)
+    predicted = m * t_slow + (par.pp - 1) * t + 2 * opt + healthy.exposed["pp"] + slow.exposed["dp"]
+    assert slow.step_time == pytest.approx(predicted) and how.step == slow.step_time
+    assert slow.step_time - healthy.step_time == pytest.approx(sum(how.parts.values()))
+    assert how.parts["slow stage"] == pytest.approx(m * (t_slow - t)) and how.parts["fill/drain"] == pytest.approx(0)
+    assert how.where == ("Megatron rank 43: TP group 40-47, PP stage 0 of 4, DP replica 5 of 256 at x0.5",)
+    printed = _whatif_table(sweep)
+    assert f"8192   {healthy.step_time:.3f}           {slow.step_time:.3f}" in printed
+    assert (f"critical path: {healthy.step_time:.3f} s -> {slow.step_time:.3f} s "
+            f"({slow.step_time / healthy.step_time - 1:+.1%}): the slow stage runs each of its {m} micro-batches in "
+            f"{t_slow * 1e3:.1f} ms instead of {t * 1e3:.1f} ms (= slow stage {m * (t_slow - t) * 1e3:+.1f} ms") in printed
