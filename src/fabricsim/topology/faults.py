@@ -133,7 +133,10 @@ NO_FAULTS = Faults()
 def faults_of(fail=(), degrade=(), seed: int | None = None) -> Faults:
     """A `Faults` from command-line style values (one string or a list each); every problem one FabricsimError."""
     def listed(value, name: str) -> tuple[str, ...]:
-        items = [value] if isinstance(value, str) else list(value or ())
+        if value is None or isinstance(value, (str, list, tuple)):
+            items = [value] if isinstance(value, str) else list(value or ())
+        else:
+            items = [value]
         if not all(isinstance(v, str) for v in items):
             raise FabricsimError(f"{name} takes text targets (e.g. 'spine3', 'node5.gpu3:0.5'), got {items!r}")
         return tuple(items)
