@@ -96,7 +96,9 @@ def topology_of(spec: Any) -> Any:
     """The built topology of `spec`, from this worker's cache when it built the same spec lately."""
     from fabricsim import topology
 
-    key = json.dumps(asdict(spec), sort_keys=True)
+    import msgspec
+
+    key = json.dumps(asdict(spec), sort_keys=True, default=msgspec.to_builtins)  # a spec's faults are a msgspec Struct
     topo = _TOPOLOGIES.pop(key, None)
     if topo is None:
         topo = topology.build(spec)
