@@ -89,7 +89,8 @@ def test_one_spine_down_on_a_1024_gpu_superpod(capsys):
                  "--seeds", "1", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows[1]["change_median_pct"] == 0.0 and rows[1]["draws"][0]["layer_load_max"] < 1
-    assert rows[1]["draws"][0]["layer_load_mean"] == pytest.approx(rows[0]["draws"][0]["layer_load_mean"] * 16 / 15, rel=1e-9)
+    healthy_mean, down_mean = (r["draws"][0]["layer_load_mean"] for r in rows)
+    assert down_mean == pytest.approx(healthy_mean * 16 / 15, rel=1e-9)  # the same bytes on 15 of the 16 spines
 
     spec = replace(load_spec("superpod-h100", gpus=1024), oversubscription=2.0, routing="adaptive")
     result = fs.failures(fs.cluster(spec), "alltoall", "64M", fail_counts="0..1", what="spines", seeds=1)

@@ -169,4 +169,5 @@ def test_a_straggler_at_half_speed_on_8192_gpus_costs_its_critical_path():
     assert f"8192   {healthy.step_time:.3f}           {slow.step_time:.3f}" in printed
     assert (f"critical path: {healthy.step_time:.3f} s -> {slow.step_time:.3f} s "
             f"({slow.step_time / healthy.step_time - 1:+.1%}): the slow stage runs each of its {m} micro-batches in "
-            f"{t_slow * 1e3:.1f} ms instead of {t * 1e3:.1f} ms (= slow stage {m * (t_slow - t) * 1e3:+.1f} ms") in printed
+            f"{t_slow * 1e3:.1f} ms instead of {t * 1e3:.1f} ms (= slow stage {m * (t_slow - t) * 1e3:+.1f} ms"
+            ) in printed

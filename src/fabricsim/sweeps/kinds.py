@@ -3,8 +3,8 @@
 A kind's `stage` says where its settings act: 'cluster' settings make the point's cluster spec (any ClusterSpec
 field but `faults`, and `gpus`, the GPUs the run uses); 'compute' settings are the options of what the point
 computes (`perf`, a collective at one size; `train`, a training step) and that kind's section of the sweep file
-holds their fixed values. A new kind of axis is one row of `KINDS`: its options and their types, and for a compute kind its section
-defaults, the function that computes a point and the result columns. Kinds that other work will bring (failures,
+holds their fixed values. A new kind of axis is one row of `KINDS`: its options and their types, and for a compute
+kind its section defaults, the function that computes a point and the result columns. Kinds that other work will bring (failures,
 job mixes) are listed with `not_yet`, so an axis naming them is refused with that message rather than ignored.
 """
 
