@@ -146,3 +146,19 @@ def test_classes_hold_what_they_say(pod):
     assert (pod.dev_kind[N.class_devices(pod, "leaves")] == DeviceKind.FABRIC_SWITCH).all()
     assert N.class_cables(pod, "spine-links").size == 32 * 16 and N.class_cables(pod, "nic-links").size == 1024
     assert N.class_cables(pod, "links").size == 512 and N.class_cables(pod, "nvlinks").size == 1024
+
+
+def test_a_faulted_spec_is_plain_data_and_a_sweep_refuses_a_faulted_cluster_file(tmp_path):
+    import json
+
+    from fabricsim import sweeps
+
+    spec = replace(load_spec("dgx-h100", nodes=2), faults=Faults(fail=("node1.nic0",), seed=3))
+    plain = json.loads(json.dumps(spec.plain()))
+    assert plain["faults"] == {"fail": ["node1.nic0"], "seed": 3} and "faults" not in load_spec("dgx-h100").plain()
+    (tmp_path / "c.yaml").write_text(spec.to_yaml())
+    (tmp_path / "s.yaml").write_text("cluster: c.yaml\nperf: {sizes: [1M]}\naxes: {perf.collective: [all_reduce]}\n")
+    with pytest.raises(FabricsimError, match="has a faults section: a sweep runs healthy clusters"):
+        sweeps.load(tmp_path / "s.yaml")
+    (tmp_path / "c.yaml").write_text(replace(spec, faults=Faults()).to_yaml())
+    assert sweeps.load(tmp_path / "s.yaml")  # the same file healthy plans

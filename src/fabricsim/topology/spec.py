@@ -86,18 +86,24 @@ class ClusterSpec:
         inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
         _check_values(self)
 
-    def to_yaml(self) -> str:
-        """YAML text that `from_yaml` reads back into an equal spec."""
+    def plain(self) -> dict:
+        """The fields as plain data (JSON and YAML ready): the faults as a mapping of lists, left out when there are
+        none (a seed alone is kept, so the spec reads back equal)."""
         import msgspec
-        import yaml  # here, not at module level: a preset run never loads the YAML parser
 
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        if self.faults != NO_FAULTS:  # a seed alone is kept too, so the file reads back equal
+        if self.faults != NO_FAULTS:
             data["faults"] = {k: list(v) if isinstance(v, tuple) else v
                               for k, v in msgspec.to_builtins(self.faults).items()}
         else:
             del data["faults"]  # a healthy cluster's file has no faults section
-        return yaml.safe_dump(data, sort_keys=False)
+        return data
+
+    def to_yaml(self) -> str:
+        """YAML text that `from_yaml` reads back into an equal spec."""
+        import yaml  # here, not at module level: a preset run never loads the YAML parser
+
+        return yaml.safe_dump(self.plain(), sort_keys=False)
 
     @classmethod
     def from_yaml(cls, text_or_path: str | Path) -> ClusterSpec:
