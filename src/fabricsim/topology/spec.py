@@ -16,6 +16,7 @@ from msgspec import Meta
 
 from fabricsim import hardware, inputs
 from fabricsim.errors import FabricsimError
+from fabricsim.topology.faults import NO_FAULTS, Faults
 
 Scaleup = Literal["nvswitch", "nvlink-mesh", "nvlink-bridge", "nvl72", "pcie"]
 Fabric = Literal["infiniband", "roce", "ethernet", "none"]
@@ -76,6 +77,7 @@ class ClusterSpec:
     change NCCL's constants (tuning.cc llMaxBws, getNetOverhead). cpus_per_node is the CPU sockets per server.
     rack_trays / domain_racks (nvl72): compute trays a rack holds (0: as many as the NVLink domain uses) and the
     racks one NVLink domain spans; the domain's trays in use are domain_size / gpus_per_node.
+    faults: parts that are down or degraded (`topology.faults`); `build` applies them to the healthy cluster.
     """
 
     name: Annotated[str, Meta(min_length=1, description="cluster name, printed in every report")]
@@ -121,18 +123,25 @@ class ClusterSpec:
                                                                        "in use)")] = 0
     domain_racks: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="nvl72: racks one NVLink domain "
                                                                          "spans")] = 1
+    faults: Annotated[Faults, Meta(description="failed and degraded parts (fail, degrade, seed)")] = NO_FAULTS
 
     def __post_init__(self) -> None:
         inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
         _check_values(self)
 
     def fields(self) -> dict:
-        """The spec as plain data, as a cluster file writes it: fields added later only where set (so a file, or a
-        sweep's key hashed from these, stays the same when a new field arrives)."""
-        values = dataclasses.asdict(self)
+        """The spec as plain data (JSON and YAML ready), as a cluster file writes it: fields added later only where set
+        (so a file, or a sweep's key hashed from these, stays the same when a new field arrives); the faults as a
+        mapping of lists, left out when there are none (a seed alone is kept, so the spec reads back equal)."""
+        import msgspec
+
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "faults"}
         for name in _WRITTEN_WHEN_SET:
             if values[name] == _DEFAULTS[name]:
                 del values[name]
+        if self.faults != NO_FAULTS:  # a healthy cluster's file has no faults section
+            values["faults"] = {k: list(v) if isinstance(v, tuple) else v
+                                for k, v in msgspec.to_builtins(self.faults).items()}
         return values
 
     def to_yaml(self) -> str:
