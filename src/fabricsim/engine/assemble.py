@@ -9,6 +9,8 @@ tree, B is one link's share, not the store-and-forward sum. NCCL's per-channel c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from fabricsim.engine import invariants, symmetry
@@ -25,8 +27,28 @@ MAX_BOTTLENECKS = 8  # tied bottleneck links listed by name (all are counted)
 PEER_CAP_SOURCE = "net_peer_bw: NCCL's point-to-point channels per network peer x each channel's rate"
 
 
-def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: str, slowdown: float = 1.0) -> Result:
-    """The Result of a plan priced for one protocol and drained at its wire bytes (`drained.wire_scale`)."""
+@dataclass(frozen=True, eq=False)
+class LinkLoads:
+    """What a plan puts on every link whatever its size and protocol (the unit cache keeps it per unit plan)."""
+
+    flow_bytes: np.ndarray  # all steps' flow bytes (x a drain's wire scale: its wire bytes)
+    most_flows: np.ndarray  # the most flows any one step crosses the link with
+
+
+def link_loads(topo: Topology, plan: Plan) -> LinkLoads:
+    """The plan's LinkLoads; a rotated schedule's are its class totals spread by the links' weights."""
+    flow_bytes = (plan.union.link_bytes(topo.n_links) if plan.weight is None
+                  else symmetry.mean_field(topo, plan.scale, plan.weight, plan.union)[1])
+    most = np.zeros(topo.n_links)
+    for fs in plan.patterns:
+        most = np.maximum(most, _link_flows(topo, plan, fs))
+    return LinkLoads(flow_bytes, most)
+
+
+def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: str, slowdown: float = 1.0,
+           loads: LinkLoads | None = None) -> Result:
+    """The Result of a plan priced for one protocol and drained at its wire bytes (`drained.wire_scale`);
+    `loads`: the plan's link_loads, when the caller keeps them."""
     p = price.slices
     t = drained.t
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
@@ -35,15 +57,15 @@ def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: 
     bandwidth_time = max(pipelined, plan.nbytes / price.algbw_cap)
     latency_time = price.once_latency + float(np.sum(price.step_latency * plan.repeats))
     time = latency_time + bandwidth_time
-    link_bytes = drained.wire_scale * (plan.union.link_bytes(topo.n_links) if plan.weight is None
-                                       else symmetry.mean_field(topo, plan.scale, plan.weight, plan.union)[1])
+    loads = link_loads(topo, plan) if loads is None else loads
+    link_bytes = drained.wire_scale * loads.flow_bytes
     link_util = link_bytes / (topo.link_capacity * time) if time > 0 else np.zeros(topo.n_links)
     size = plan.nbytes
     algbw = size / time if time > 0 else 0.0
     busbw = algbw * BUSBW_FACTOR[plan.collective](plan.nranks) if plan.collective in BUSBW_FACTOR else algbw
     if invariants.ON:
         _check(topo, link_bytes, bandwidth_time)
-    bottlenecks, count = _bottlenecks(topo, plan, link_bytes, link_util)
+    bottlenecks, count = _bottlenecks(topo, loads, link_bytes, link_util)
     return Result(
         collective=plan.collective, algorithm=plan.algorithm, protocol=price.protocol, nranks=plan.nranks, nbytes=size,
         level=level, time=time, latency_time=latency_time, bandwidth_time=bandwidth_time, algbw=algbw, busbw=busbw,
@@ -104,7 +126,8 @@ def _link_flows(topo: Topology, plan: Plan, fs: FlowSet) -> np.ndarray:
     return flows if plan.weight is None else symmetry.spread(topo, plan.scale, plan.weight, flows)
 
 
-def _bottlenecks(topo: Topology, plan: Plan, link_bytes: np.ndarray, link_util: np.ndarray) -> tuple[tuple[Bottleneck, ...], int]:
+def _bottlenecks(topo: Topology, loads: LinkLoads, link_bytes: np.ndarray,
+                 link_util: np.ndarray) -> tuple[tuple[Bottleneck, ...], int]:
     """Links with the longest busy time (wire bytes / effective capacity), ties included."""
     cap = effective_capacity(topo)
     busy = link_bytes / cap
@@ -113,9 +136,7 @@ def _bottlenecks(topo: Topology, plan: Plan, link_bytes: np.ndarray, link_util: 
         return (), 0
     tied = np.flatnonzero(busy >= top * (1 - 1e-6))
     shown = tied[:MAX_BOTTLENECKS]
-    sharing = np.zeros(shown.shape[0])
-    for fs in plan.patterns:
-        sharing = np.maximum(sharing, _link_flows(topo, plan, fs)[shown])
+    sharing = loads.most_flows[shown]
     eff = link_efficiency(topo)
     return tuple(
         Bottleneck(link=int(lk), name=topo.link_name(int(lk)), tech=topo.techs[int(topo.link_tech[lk])],

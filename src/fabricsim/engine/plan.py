@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import itemgetter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -216,7 +217,7 @@ def _distinct(steps: Sequence[StepTraffic]) -> tuple[list[int], list[int]]:
 
     for i, st in enumerate(steps):
         sig = (st.src.shape[0], len(st.innet), int(np.sum(st.src)), int(np.sum(st.dst)), float(np.sum(st.nbytes)),
-               sum(op[3] for op in st.innet), tuple(len(a) for a in st.innet[0][1:3]) if st.innet else ())
+               sum(map(itemgetter(3), st.innet)), tuple(len(a) for a in st.innet[0][1:3]) if st.innet else ())
         same = [p for p in alike.get(sig, []) if key(firsts[p]) == key(i)]
         if same:
             order.append(same[0])

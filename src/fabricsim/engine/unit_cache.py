@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from fabricsim.engine import solve
-from fabricsim.engine.assemble import result
+from fabricsim.engine.assemble import link_loads, result
 from fabricsim.engine.call import Call, Options
 from fabricsim.engine.flows import empty_flows
 from fabricsim.engine.plan import Plan, call_model, plan_traffic, price
@@ -44,8 +44,9 @@ def timed(topo: Topology, call: Call, opts: Options) -> Result | None:
     drained = unit.drained
     if pricing.slices > 1:
         drained = replace(drained, steady=topo.derive(("unit_steady", *key[1:]), lambda: _steady(topo, unit, opts)))
+    loads = topo.derive(("unit_loads", *key[1:]), lambda: link_loads(topo, unit.plan))  # the same for every size
     plan = replace(unit.plan, nbytes=call.nbytes)
-    return result(topo, plan, pricing, drained.scaled(k / pricing.wire_efficiency), opts.level)
+    return result(topo, plan, pricing, drained.scaled(k / pricing.wire_efficiency), opts.level, loads=loads)
 
 
 def _unit(topo: Topology, call: Call, opts: Options, model) -> Unit:
