@@ -1,10 +1,13 @@
 """Assembling a Result: times, nccl-tests bandwidths, link loads, bottlenecks, the limiter and the timeline.
 
-NCCL pipelines each channel's data in slices (protocols.slice_bytes), so the schedule runs as a pipeline of
-P slices: bandwidth time = sum_k t_k / P + (1 - 1/P) * B, where t_k is step k's drain time and B the drain time
-of all steps' traffic together (the steady state in which every step works on a different slice). For a ring
+NCCL pipelines each channel's data in chunks (engine.chunking: its loops), so the schedule runs as a pipeline of
+P chunks: bandwidth time = sum_k t_k / P + (1 - 1/P) * B, where t_k is step k's drain time and B the drain time
+of all steps' traffic together (the steady state in which every step works on a different chunk). For a ring
 every step loads the same links, B = sum_k t_k, giving nsteps x latency + bytes / bandwidth; for a chain or
-tree, B is one link's share, not the store-and-forward sum. NCCL's per-channel caps bound it from below.
+tree, B is one link's share, not the store-and-forward sum. Stages NCCL's kernel adds around the schedule's steps
+(NVLS's buffer copies, chunking.NVLS_COPY_STAGES) each add to the pipeline's fill one chunk's turn at the pace of
+the schedule's first step (the NVLS reduction whose warps they share the channel with), t_0 / P. NCCL's
+per-channel caps bound it from below.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: 
     t = drained.t
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
     steady = drained.steady if p > 1 else t_sum
-    pipelined = slowdown * (t_sum / p + (1 - 1 / p) * steady)
+    pipelined = slowdown * (t_sum / p + (1 - 1 / p) * steady + _copy_fill(plan, price, t))
     bandwidth_time = max(pipelined, plan.nbytes / price.algbw_cap)
     latency_time = price.once_latency + float(np.sum(price.step_latency * plan.repeats))
     time = latency_time + bandwidth_time
@@ -69,6 +72,14 @@ def _connection_bytes(fs: FlowSet) -> float:
     """Mean bytes one connection of these flows moves (a flow of multiplicity m is m connections)."""
     connections = float(fs.mult.sum())
     return float(np.dot(fs.nbytes, fs.mult)) / connections if connections > 0 else 0.0
+
+
+def _copy_fill(plan: Plan, price: Pricing, t: np.ndarray) -> float:
+    """The pipeline fill of the stages NCCL's kernel adds (its NVLS buffer copies): one chunk's turn each at the pace
+    of the schedule's first step, t_0 / P."""
+    if not price.copy_stages or not plan.order.size:
+        return 0.0
+    return price.copy_stages * float(t[plan.order[0]]) / price.slices
 
 
 def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bottleneck, ...],
@@ -131,7 +142,7 @@ def _timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float, steady
     pat = np.repeat(plan.order, plan.repeats)
     step_lat = np.repeat(price.step_latency, plan.repeats)
     share = t[pat] / t_sum if t_sum > 0 else np.zeros(pat.shape[0])
-    bw = slowdown * (t[pat] / p + (1 - 1 / p) * steady * share)
+    bw = slowdown * (t[pat] / p + ((1 - 1 / p) * steady + _copy_fill(plan, price, t)) * share)
     dur = step_lat + bw
     end = price.once_latency + np.cumsum(dur)
     start = end - dur

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from fabricsim.errors import FabricsimError
-from fabricsim.engine import nccl_constants as K
+from fabricsim.engine import chunking, nccl_constants as K
 from fabricsim.tuner.nccl_ring_search import mesh_rings
 
 CPU_VENDORS = ("intel", "amd", "arm")
+PATH_ORDER = {name: i for i, name in enumerate(K.PATH_TYPES)}
 
 
 @dataclass(frozen=True)
@@ -298,3 +299,22 @@ def nvls_channels(system: NcclSystem) -> int:
     if system.compcap >= 100:
         return K.NVLS_NCHANNELS_SM100 if system.n_nodes > 1 else K.NVLS_NCHANNELS_SM100_NVL
     return K.NVLS_NCHANNELS_SM90
+
+
+def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.CommPlan:
+    """What the communicator gives every call (engine.chunking.CommPlan): execution channels (`comm_channels`),
+    NVLS channels and heads (the NVLS graph's channels, src/graph/connect.cc connectNvls), NVLS chunk sizes with
+    Blackwell's multi-node tuning (src/transport/nvls.cc:164-240), CollNetDirect heads, and the ring's Simple
+    threads (256 when its bwIntra x channels <= PCI_BW, src/graph/tuning.cc:244-247)."""
+    nvls, chunk, tree_max = nvls_channels(system), chunking.NVLS_CHUNK, 0
+    if system.compcap >= 100 and system.n_nodes > 1:
+        tuned = chunking.nvls_tuning(system.n_nodes, system.ppn, system.nic_bw,
+                                     PATH_ORDER[system.inter_type] <= PATH_ORDER["pxb"])
+        if tuned is not None:
+            nvls, chunk, tree_max = tuned
+    ring = graphs["Ring"]
+    return chunking.CommPlan(
+        channels=comm_channels(system, graphs), nvls_channels=nvls,
+        nvls_heads=max(graphs["NVLS"].n_channels, 1), nvls_tree_max_chunk=tree_max or chunking.nvls_tree_max_chunk(chunk, system.n_nodes),
+        nvls_chunk=chunk, collnet_heads=max(graphs["CollNetDirect"].n_channels, 1),
+        ring_simple_threads=256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS)

@@ -13,7 +13,8 @@ from functools import lru_cache
 
 from fabricsim.errors import FabricsimError
 from fabricsim.engine import nccl_constants as K
-from fabricsim.tuner.nccl_graph import NcclGraph, NcclSystem, comm_channels, nvls_channels, search_graphs
+from fabricsim.engine import chunking
+from fabricsim.tuner.nccl_graph import PATH_ORDER, NcclGraph, NcclSystem, comm_channels, comm_plan, search_graphs
 from fabricsim.tuner.nccl_system import system_from_topology
 from fabricsim.vocab import (NCCL_ALGO_NAMES, NCCL_PROTO_NAMES, NCCL_TUNED_ALGOS, REDUCING, parse_algorithms,
                              parse_protocols)
@@ -23,7 +24,6 @@ __all__ = ["NcclSystem", "NcclChoice", "nccl_table", "nccl_predict", "system_fro
 # fabricsim -> NCCL names of algorithms and protocols, and the algorithms the cost model prices per collective
 # (tuning.cc:292-304 skip list, NCCL_ALGO_* order): all in vocab.
 ALGO_NAMES, PROTO_NAMES, COLL_ALGOS = NCCL_ALGO_NAMES, NCCL_PROTO_NAMES, NCCL_TUNED_ALGOS
-_PATH_ORDER = {name: i for i, name in enumerate(K.PATH_TYPES)}
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def _pat_enabled(s: NcclSystem) -> bool:
 def _ll128_enabled(s: NcclSystem, g: NcclGraph) -> bool:
     """LL128 default rule (tuning.cc:518-530), all ranks of one GPU type."""
     limit = "pxn" if s.compcap >= 90 else "pxb"
-    return (_PATH_ORDER[g.type_inter] <= _PATH_ORDER[limit] and _PATH_ORDER[g.type_intra] <= _PATH_ORDER["nvb"]
+    return (PATH_ORDER[g.type_inter] <= PATH_ORDER[limit] and PATH_ORDER[g.type_intra] <= PATH_ORDER["nvb"]
             and s.compcap >= 70)
 
 
@@ -216,42 +216,10 @@ def _time_us(system: NcclSystem, coll: str, algo: str, proto: str, lat: float, b
     return lat * lat_count + nbytes / (1000.0 * bw)
 
 
-def _exec_channels(system: NcclSystem, algo: str, proto: str, nbytes: int, n_channels: int) -> int:
-    """topoGetAlgoInfo's channel count for one call (enqueue.cc)."""
-    graphs = search_graphs(system)
-    if algo in ("NVLS", "NVLSTree"):
-        nvls = nvls_channels(system)
-        return min(nvls, n_channels) if (system.n_nodes > 1 and algo == "NVLS") else nvls
-    p = K.PROTOS.index(proto)
-    threshold = (K.LL_THREAD_THRESHOLD, K.LL128_THREAD_THRESHOLD, K.SIMPLE_THREAD_THRESHOLD)[p]
-    if algo == "Ring" and p == 0:
-        threshold *= system.n_ranks
-    ring = graphs["Ring"]
-    simple_threads = 256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS
-    nt = {0: K.LL_MAX_NTHREADS, 1: K.LL128_MAX_NTHREADS, 2: simple_threads if algo == "Ring" else K.SIMPLE_MAX_NTHREADS}[p]
-    nc = n_channels
-    if algo == "CollNetDirect":
-        heads = max(graphs["CollNetDirect"].n_channels, 1)
-        threshold = K.COLLNET_THREAD_THRESHOLD
-        switch = 16
-        flag = True
-        while switch >= 1 and flag:
-            while True:
-                flag = nbytes < nc * nt * heads * threshold
-                if not (flag and nc > switch):
-                    break
-                if nc == switch + switch // 2:
-                    threshold //= 2
-                nc -= 1
-            switch //= 2
-        return nc
-    if algo == "CollNetChain":
-        threshold = K.COLLNET_THREAD_THRESHOLD
-    if algo == "PAT":
-        return nc  # maxThreads[PAT] is not set by ncclTopoTuneModel, so no channel reduction applies
-    while nbytes < nc * nt * threshold and nc >= 2:
-        nc -= 1
-    return nc
+def _exec_channels(system: NcclSystem, algo: str, proto: str, nbytes: int) -> int:
+    """topoGetAlgoInfo's channel count for one call (src/enqueue.cc; engine.chunking.exec_channels)."""
+    comm = comm_plan(system, search_graphs(system))
+    return chunking.exec_channels(comm, algo, proto.lower(), nbytes, system.n_ranks, system.n_nodes)
 
 
 # NVLS reduces in the NVSwitch only Sum / Min / Max on 32- and 64-bit integers, half and bfloat16, and Sum on float
@@ -298,5 +266,5 @@ def nccl_predict(system: NcclSystem, collective: str, nbytes: int, algo=None, pr
     time_s = t_us * 1e-6
     algbw = nbytes / time_s
     busbw = algbw * _nsteps(coll, system.n_ranks) / system.n_ranks  # nccl-tests bus factor
-    channels = _exec_channels(system, a, p, nbytes, n_channels)
+    channels = _exec_channels(system, a, p, nbytes)
     return NcclChoice(a, p, time_s, algbw, busbw, channels, table)

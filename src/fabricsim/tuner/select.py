@@ -128,7 +128,7 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
                                    nccl_version=nccl_version, structure=structure)
         job = replace(jobs[algo], protocol=proto)
         res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=job.ranks,
-                       channels=job.channels, net_peer_bw=job.net_peer_bw)
+                       channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
         timed.append((res.time, algo, proto, res, job))
     timed.sort(key=lambda t: t[0])
     t, algo, proto, res, job = timed[0]
@@ -148,10 +148,11 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
                                         channels=sched_channels, rings=rings)
     channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
     net_peer_bw = None
+    system = _nccl_system(topo, ranks.tobytes())
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
-        system = _nccl_system(topo, ranks.tobytes())
         net_peer_bw = p2p_channels_per_net_peer(system, nccl_version) * P2P_PER_CHANNEL_NET_BW
-    return Job(schedule, nbytes, ranks, elem_size, proto, channels, net_peer_bw)
+    comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
+    return Job(schedule, nbytes, ranks, elem_size, proto, channels, net_peer_bw, comm)
 
 
 NCCL_VERSION = (2, 30)  # the release fabricsim's NCCL constants are read from (v2.30.7)

@@ -22,7 +22,7 @@ import numpy as np
 
 from fabricsim import hardware
 from fabricsim.calibration_data import default_path
-from fabricsim.engine.protocols import SIMPLE_BUFFSIZE
+from fabricsim.engine.chunking import SIMPLE_BUFFSIZE
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.compare import CompareRow, comparable, compare_rows
 from fabricsim.reports.nccltests_log import ParsedLog, ParsedRow, parse_nccl_tests
@@ -179,7 +179,7 @@ ENV: dict[str, Callable[[_Setup, str, str], EnvEffect]] = {
     "NCCL_ALGO": _algo,
     "NCCL_PROTO": _proto,
     "NCCL_BUFFSIZE": _default_is(str(SIMPLE_BUFFSIZE), f"the engine's Simple buffer is NCCL's default {SIMPLE_BUFFSIZE} B "
-                                                       "(engine.protocols.SIMPLE_BUFFSIZE)"),
+                                                       "(engine.chunking.SIMPLE_BUFFSIZE)"),
     "NCCL_P2P_NET_CHUNKSIZE": _p2p_chunksize,
     "NCCL_TUNER_PLUGIN": _tuner_plugin,
     "NCCL_DEBUG": _fixed("no effect", "logging only"),
