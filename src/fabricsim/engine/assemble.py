@@ -26,6 +26,8 @@ from fabricsim.vocab import BUSBW_FACTOR
 FLOW_TIMELINE_LIMIT = 20_000  # flows (repetitions expanded) listed individually in the timeline
 MAX_BOTTLENECKS = 8  # tied bottleneck links listed by name (all are counted)
 PEER_CAP_SOURCE = "net_peer_bw: NCCL's point-to-point channels per network peer x each channel's rate"
+PROXY_SOURCE = ("message bytes / NCCL's network post overhead (tuning.cc getNetOverhead), one proxy thread per GPU "
+                "(src/proxy.cc)")
 
 
 def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: str, slowdown: float = 1.0) -> Result:
@@ -35,7 +37,7 @@ def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: 
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
     steady = drained.steady if p > 1 else t_sum
     pipelined = slowdown * (t_sum / p + (1 - 1 / p) * steady + _copy_fill(plan, price, t))
-    bandwidth_time = max(pipelined, plan.nbytes / price.algbw_cap)
+    bandwidth_time = max(pipelined, plan.nbytes / price.algbw_cap, _proxy_time(plan, price, drained))
     latency_time = price.once_latency + float(np.sum(price.step_latency * plan.repeats))
     time = latency_time + bandwidth_time
     link_bytes = drained.wire_scale * (plan.union.link_bytes(topo.n_links) if plan.weight is None
@@ -82,6 +84,13 @@ def _copy_fill(plan: Plan, price: Pricing, t: np.ndarray) -> float:
     return price.copy_stages * float(t[plan.order[0]]) / price.slices
 
 
+def _proxy_time(plan: Plan, price: Pricing, drained: Drained) -> float:
+    """The busiest GPU's network messages posted one after another by its proxy thread (engine.chunking): its
+    network payload / the proxy's rate (the plan's bytes are at wire efficiency 1: payload = wire_scale x
+    efficiency)."""
+    return plan.net_out * drained.wire_scale * price.wire_efficiency / price.proxy_rate
+
+
 def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bottleneck, ...],
              slowdown: float) -> Limiter:
     """The largest of the lower bounds on the bandwidth time: the busiest link's busy time, the longest
@@ -100,6 +109,11 @@ def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bo
         worst = float((union.nbytes[capped] * drained.wire_scale / union.rate_cap[capped]).max())
         bounds.append(Limiter("peer cap", plan.net_peer_bw, slowdown * worst, PEER_CAP_SOURCE,
                               f"per-peer network cap {plan.net_peer_bw / 1e9:.1f} GB/s per point-to-point transfer{shared}"))
+    proxy = _proxy_time(plan, price, drained)
+    if proxy > 0:
+        bounds.append(Limiter("proxy", price.proxy_rate, proxy, PROXY_SOURCE,
+                              f"network messages of the busiest GPU, posted by its proxy thread at "
+                              f"{price.proxy_rate / 1e9:.1f} GB/s"))
     if np.isfinite(price.algbw_cap):
         bounds.append(Limiter("channel cap", price.algbw_cap, plan.nbytes / price.algbw_cap,
                               f"{price.cap_source} x {plan.channels} channels",

@@ -15,6 +15,14 @@ Buffers (src/init.cc:810-827): Simple DEFAULT_BUFFSIZE 4 MiB; LL 8 lines/thread 
 LL128 120 elements/thread x 640 threads x 8 steps x 8 B. NVLS chunk 128 KiB (NCCL_NVLS_CHUNKSIZE,
 src/transport/nvls.cc:160); NVLSTree's maximum chunk: the NVLS chunk, 64 KiB from 4 nodes (nvls.cc:226-232), with
 Blackwell multi-node values from the NIC speed (nvls.cc:164-200, `nvls_tuning`).
+
+Network messages: the proxy thread of each GPU (src/proxy.cc, one progress thread per GPU) posts one network send
+per slice of every channel (src/transport/net.cc sendProxyProgress: a Simple ring slice is 2 buffer steps, other
+patterns one step; collnet, NVLS and NVLSTree one chunk) and one receive per slice, each costing the thread NCCL's
+network post overhead (src/graph/tuning.cc:225-233 getNetOverhead: 1 us on Intel and Arm hosts, 2 us on AMD). (NCCL
+prices a Simple ring step at three posts, tuning.cc:404-410: the flush and the completion that follow a post wait
+on the wire and overlap the next message's post, so the thread's own time per message is one post.) Point-to-point
+operations move NCCL_P2P_NET_CHUNKSIZE per message (128 KiB, twice that on multi-node Grace-Blackwell: src/init.cc:818-834).
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ LL_BUFFSIZE = 8 * 512 * NCCL_STEPS * 16  # NCCL_LL_LINES_PER_THREAD x NCCL_LL_MA
 LL128_BUFFSIZE = 120 * 640 * NCCL_STEPS * 8  # NCCL_LL128_ELEMS_PER_THREAD x NCCL_LL128_MAX_NTHREADS x NCCL_STEPS x 8 B
 NVLS_CHUNK = 128 << 10  # NCCL_NVLS_CHUNKSIZE default (src/transport/nvls.cc:160)
 MIN_TRAFFIC_PER_CHANNEL = 32 << 10  # MinTrafficPerChannel (src/enqueue.cc:585)
+P2P_NET_CHUNK = 128 << 10  # NCCL_P2P_NET_CHUNKSIZE default (src/init.cc:818)
+NET_OVERHEAD = 1e-6  # s per network post on Intel / Arm hosts (tuning.cc getNetOverhead; AMD 2 us)
 # ncclProtoGrainSize (src/include/device.h:328-334): LL 16 B; LL128 WARP_SIZE x NCCL_LL128_SHMEM_ELEMS_PER_THREAD /
 # NCCL_LL128_LINEELEMS x NCCL_LL128_DATAELEMS x 8 B = 32 x 8 / 16 x 15 x 8; Simple 512 B.
 GRAIN = {"ll": 16, "ll128": 32 * 8 // 16 * 15 * 8, "simple": 512}
@@ -58,6 +68,8 @@ class CommPlan:
     collnet_heads: int = 1  # channels[0].collnetDirect.nHeads
     ring_simple_threads: int = K.SIMPLE_MAX_NTHREADS  # 256 when the ring's bwIntra x channels <= PCI_BW (tuning.cc:244)
     simple_buffsize: int = SIMPLE_BUFFSIZE  # NCCL_BUFFSIZE
+    net_overhead: float = NET_OVERHEAD  # s per network post (getNetOverhead: the host CPU's vendor)
+    p2p_net_chunk: int = P2P_NET_CHUNK  # bytes per point-to-point network message (comm->p2pChunkSize)
 
 
 def default_comm(channels: int, nranks: int, nnodes: int) -> CommPlan:
@@ -234,6 +246,8 @@ class CallChunks:
     chunk: int  # bytes per chunk of one channel
     loops: int  # chunks (loops of chunks) each channel pipelines
     copy_stages: int  # extra pipeline stages of the kernel (NVLS scatter / gather copies)
+    message: int  # payload bytes per network message (a slice of a Simple ring, else a chunk; p2p: its chunk)
+    post: float  # s the proxy thread spends per network message (NCCL's network post overhead)
 
 
 def call_chunks(comm: CommPlan, family: str, protocol: str, collective: str, nbytes: int, nranks: int,
@@ -250,4 +264,10 @@ def call_chunks(comm: CommPlan, family: str, protocol: str, collective: str, nby
     loops = max(1, math.ceil(per_channel / loop))
     stages = NVLS_COPY_STAGES if (family in ("NVLS", "NVLSTree") and collective == "all_reduce") else 0
     full = comm.nvls_channels if family in ("NVLS", "NVLSTree") else comm.channels
-    return CallChunks(used, min(1.0, used / max(full, 1)), chunk, loops, stages)
+    if collective in ("sendrecv", "alltoall"):
+        message = comm.p2p_net_chunk
+    elif family == "Ring" and protocol == "simple" and collective in CHUNK_STEPS:
+        message = max(chunk // 2, GRAIN[protocol])  # SlicePerChunk = CHUNKSTEPS / SLICESTEPS = 2
+    else:
+        message = chunk
+    return CallChunks(used, min(1.0, used / max(full, 1)), chunk, loops, stages, message, comm.net_overhead)

@@ -18,7 +18,7 @@ import numpy as np
 from fabricsim.engine import chunking, symmetry
 from fabricsim.engine.call import Call, Options
 from fabricsim.engine.flows import N_HOPS, FlowRules, FlowSet, concat, item_latency, step_flows
-from fabricsim.engine.protocols import ProtocolModel, nccl_arch, net_step_latency, protocol_model
+from fabricsim.engine.protocols import HOP_NET, ProtocolModel, nccl_arch, net_step_latency, protocol_model
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology.model import Topology
@@ -98,6 +98,7 @@ class Plan:
     latency: HopLatency  # per pattern
     windows: tuple[Windows | None, ...]  # per schedule step: a pipeline's windows (None: every transfer every repetition)
     net_peer_bw: float  # bytes/s cap per point-to-point transfer across the network (inf: none)
+    net_out: float = 0.0  # payload bytes the busiest GPU sends (or receives, if more) across the network, all steps
     scale: float = 1.0  # rotated schedules: the whole schedule's traffic / the sampled rotations' traffic
     weight: np.ndarray | None = None  # rotated schedules: each link's share of its class's traffic (symmetry.link_weights)
 
@@ -112,6 +113,7 @@ class Pricing:
     once_latency: float  # s, once per collective
     slices: int  # chunks each channel pipelines (NCCL's loops, engine.chunking)
     copy_stages: int  # pipeline stages of NCCL's kernel besides the schedule's steps (NVLS buffer copies)
+    proxy_rate: float  # payload bytes/s one GPU's proxy thread posts to the network (message / post overhead)
     algbw_cap: float  # bytes/s: NCCL's per-channel caps (tuning.cc) on this call's algorithm bandwidth; inf if none
     cap_source: str  # which tuning.cc table the cap comes from
 
@@ -151,11 +153,12 @@ def plan_traffic(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts:
     rep_a = np.array([int(st.repeat) for st in steps], dtype=np.int64)
     total = np.bincount(order_a, weights=rep_a, minlength=len(patterns))
     windows = tuple(None if call.algorithm == "ring" else _windows(topo, st, call.gpu_ranks, rules) for st in steps)
+    union = concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)])
     return Plan(
         collective=call.collective, algorithm=call.algorithm, nranks=call.nranks // call.copies, nbytes=call.nbytes,
         channels=call.channels, patterns=tuple(patterns), order=order_a, repeats=rep_a,
-        union=concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)]), latency=HopLatency.of(patterns),
-        windows=windows, net_peer_bw=model.net_peer_bw, scale=scale, weight=weight)
+        union=union, latency=HopLatency.of(patterns), windows=windows, net_peer_bw=model.net_peer_bw,
+        net_out=_net_out(union), scale=scale, weight=weight)
 
 
 def price(plan: Plan, model: ProtocolModel, chunks: chunking.CallChunks) -> Pricing:
@@ -173,7 +176,7 @@ def price(plan: Plan, model: ProtocolModel, chunks: chunking.CallChunks) -> Pric
     return Pricing(
         protocol=model.protocol, wire_efficiency=model.wire_efficiency, step_latency=step_lat,
         once_latency=model.base_latency + float(hw[once_hops].sum()),
-        slices=chunks.loops, copy_stages=chunks.copy_stages,
+        slices=chunks.loops, copy_stages=chunks.copy_stages, proxy_rate=chunks.message / chunks.post,
         algbw_cap=model.busbw_cap_per_channel * plan.channels * chunks.share * model.bus_to_alg,
         cap_source=model.busbw_cap_source)
 
@@ -200,6 +203,17 @@ def _windows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: Flow
     longest = np.maximum.reduceat(item_latency(topo, st, gpu_ranks, rules)[live][order], starts, axis=0)
     latency = HopLatency(longest, np.zeros(groups.size), np.zeros((groups.size, N_HOPS)))
     return Windows(groups // (st.repeat + 1), groups % (st.repeat + 1), latency, int(st.repeat))
+
+
+def _net_out(fs: FlowSet) -> float:
+    """Payload bytes the busiest GPU sends, or receives, across the network (NCCL's NET hop class): what its
+    proxy thread posts message by message. (A rotated schedule's sample holds whole rotations: each sampled GPU's
+    sends are all there.)"""
+    net = fs.hop == HOP_NET
+    w = fs.payload * fs.mult
+    out = [np.bincount(end[mask], weights=w[mask]).max() for end in (fs.src, fs.dst)
+           for mask in [net & (end >= 0)] if mask.any()]
+    return float(max(out, default=0.0))
 
 
 def _distinct(steps: Sequence[StepTraffic]) -> tuple[list[int], list[int]]:

@@ -319,8 +319,10 @@ def nvls_channels(system: NcclSystem) -> int:
 def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.CommPlan:
     """What the communicator gives every call (engine.chunking.CommPlan): execution channels (`comm_channels`),
     NVLS channels and heads (the NVLS graph's channels, src/graph/connect.cc connectNvls), NVLS chunk sizes with
-    Blackwell's multi-node tuning (src/transport/nvls.cc:164-240), CollNetDirect heads, and the ring's Simple
-    threads (256 when its bwIntra x channels <= PCI_BW, src/graph/tuning.cc:244-247)."""
+    Blackwell's multi-node tuning (src/transport/nvls.cc:164-240), CollNetDirect heads, the ring's Simple
+    threads (256 when its bwIntra x channels <= PCI_BW, src/graph/tuning.cc:244-247), the network post overhead
+    of the host's CPU (tuning.cc getNetOverhead) and the point-to-point network chunk (src/init.cc:829-834: twice
+    128 KiB on Grace-Blackwell across nodes)."""
     rel = system.release
     nvls, chunk, tree_max = nvls_channels(system), chunking.NVLS_CHUNK, 0
     if system.compcap >= 100 and system.n_nodes > 1 and rel.get("nvls sm100 multi-node tuning"):
@@ -335,4 +337,7 @@ def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.Comm
         nvls_tree_max_chunk=tree_max or (chunking.nvls_tree_max_chunk(chunk, system.n_nodes)
                                          if rel.get("nvls_tree 64 KiB chunk from 4 nodes") else chunk),
         nvls_chunk=chunk, collnet_heads=max(graphs["CollNetDirect"].n_channels, 1),
-        ring_simple_threads=256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS)
+        ring_simple_threads=256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS,
+        net_overhead=K.NET_OVERHEAD_US[system.cpu_vendor] * 1e-6,
+        p2p_net_chunk=chunking.P2P_NET_CHUNK * (2 if system.cpu_vendor == "arm" and system.compcap >= 100
+                                                 and system.n_nodes > 1 else 1))
