@@ -95,3 +95,16 @@ def test_the_cost_model_prices_with_its_releases_constants():
     lat_old = nccl_model.nccl_table(old, "all_reduce")[("Tree", "Simple")][0]
     lat_new = nccl_model.nccl_table(new, "all_reduce")[("Tree", "Simple")][0]
     assert lat_old > lat_new  # 28 us per NVLink tree step then, 4 us now
+
+
+def test_nvls_tree_plan_uses_nccls_nvls_heads_per_domain():
+    """An NVL72 domain has more GPUs than NCCL's NVLS heads (the NVLS graph's channels, at most
+    NCCL_MAX_NVLS_ARITY): the NVLSTree schedule crosses racks from those heads only, on 2 channels each."""
+    topo = load_cluster("gb200-nvl72", gpus=144)
+    job = select.plan_call(topo, "all_reduce", "nvls_tree", "simple", 1 << 30, np.arange(144))
+    assert job.schedule.meta["ranks_per_node"] == 72
+    assert job.schedule.meta["heads"] == job.comm.nvls_heads < 72
+    assert job.schedule.channels == 2 * job.comm.nvls_heads
+    topo = load_cluster("dgx-h100", nodes=2)
+    job = select.plan_call(topo, "all_reduce", "nvls_tree", "simple", 1 << 30, np.arange(16))
+    assert job.schedule.meta["heads"] == job.comm.nvls_heads == 8

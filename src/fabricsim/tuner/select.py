@@ -159,14 +159,15 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
     structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
     sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure, nccl_version)
     rings = node_rings(topo, ranks) if algo == "ring" else ()
+    system = _nccl_system(topo, ranks.tobytes(), nccl_version)
+    comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
+    heads = comm.nvls_heads if algo == "nvls_tree" else 0  # NCCL's NVLS heads (<= 32 per domain)
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
-                                        channels=sched_channels, rings=rings)
+                                        channels=sched_channels, rings=rings, heads=heads)
     channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
     net_peer_bw = None
-    system = _nccl_system(topo, ranks.tobytes(), nccl_version)
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
         net_peer_bw = p2p_channels_per_net_peer(system) * P2P_PER_CHANNEL_NET_BW
-    comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
     return Job(schedule, nbytes, ranks, elem_size, proto, channels, net_peer_bw, comm)
 
 
