@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from fabricsim.cli.options import cost_model as pick_cost_model
-from fabricsim.cli.options import check_report, engine_options, notes, report_option, routing_option, size_options
+from fabricsim.cli.options import (check_report, engine_options, nccl_version_option, notes, report_option,
+                                   routing_option, size_options)
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 
@@ -20,14 +21,15 @@ PERF_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "
 @click.option("--collective", default=None, type=click.Choice(PERF_COLLECTIVES),
               help="Only for logs that do not name their collective (e.g. nccl-tests v2.9 without the binary line).")
 @engine_options
+@nccl_version_option
 @click.option("--placement", default="out", show_default=True, type=click.Choice(["out", "in"]),
               help="Compare against the out-of-place or the in-place columns of the log.")
 @click.option("--plot", "plot_path", default=None,
               help="Also save measured vs predicted busbw and time against size (.png, .pdf or .svg).")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
 @report_option
-def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, placement, level, cost_model, old_model,
-            plot_path, fmt, report_path):
+def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, nccl_version, placement, level,
+            cost_model, old_model, plot_path, fmt, report_path):
     """Compare a real nccl-tests LOG with fabricsim's prediction of the same sizes on a cluster."""
     from fabricsim import api
     from fabricsim.reports import compare as report
@@ -50,7 +52,7 @@ def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, pl
                                                   api._unit(c.spec)))
     with progress_bar("compare") as progress:
         result = api.compare(log, c, collective=collective, placement=placement, algo=algo, proto=proto, level=level,
-                             cost_model=model, progress=progress)
+                             cost_model=model, progress=progress, nccl_version=nccl_version)
     meta = {**result.meta, "log": str(log_path)}
     notes(result.notes)
     if plot_path is not None:
@@ -67,6 +69,6 @@ def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, pl
     nccl = f", NCCL {log.nccl_version}" if log.nccl_version else ""
     columns = "out-of-place" if placement == "out" else "in-place"
     gpus_used = f"{c.n_gpus} of {c.total_gpus} GPUs, ranks {m['ranks']}" if c.partial else f"{c.n_gpus} GPUs"
-    how = f"cost model {model}" + (f", engine level {m['level']}" if m["level"] else "")
+    how = f"cost model {model}" + (f", engine level {m['level']}" if m["level"] else "") + f", {m['nccl']} rules"
     title = f"fabricsim compare: {m['collective']} log ({ranks}{nccl}, {columns} columns) vs {c.name} ({gpus_used}), {how}"
     click.echo(report.format_table(list(result.rows), result.summary, title, list(result.skipped)), nl=False)

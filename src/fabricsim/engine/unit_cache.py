@@ -16,7 +16,7 @@ from fabricsim.engine import solve
 from fabricsim.engine.assemble import link_loads, result
 from fabricsim.engine.call import Call, Options
 from fabricsim.engine.flows import empty_flows
-from fabricsim.engine.plan import Plan, call_model, plan_traffic, price
+from fabricsim.engine.plan import Plan, call_chunks, call_model, plan_traffic, price
 from fabricsim.engine.result import Result
 from fabricsim.schedules import traffic as schedule_traffic
 from fabricsim.topology.model import Topology
@@ -40,7 +40,7 @@ def timed(topo: Topology, call: Call, opts: Options) -> Result | None:
     model = call_model(topo, call)
     unit = topo.derive(key, lambda: _unit(topo, call, opts, model))
     k = count // call.pieces
-    pricing = price(unit.plan, model, k)
+    pricing = price(unit.plan, model, call_chunks(call, model))
     drained = unit.drained
     if pricing.slices > 1:
         drained = replace(drained, steady=topo.derive(("unit_steady", *key[1:]), lambda: _steady(topo, unit, opts)))
@@ -57,5 +57,5 @@ def _unit(topo: Topology, call: Call, opts: Options, model) -> Unit:
 
 
 def _steady(topo: Topology, unit: Unit, opts: Options) -> float:
-    """The unit's steady-state drain: all steps' traffic together (needed once a size is cut into slices)."""
+    """The unit's steady-state drain: all steps' traffic together (needed once a size is cut into chunks)."""
     return solve.steady_state(topo, unit.plan, opts.level, empty_flows(), unit.drained.t)
