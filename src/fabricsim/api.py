@@ -269,13 +269,15 @@ class PerfResult:
     notes: tuple[str, ...] = ()
     algo: tuple[str, ...] | None = None
     proto: tuple[str, ...] | None = None
+    nccl: str = ""  # the NCCL release whose rules applied ('NCCL 2.30.7'; tuner.nccl_versions)
+    nccl_version: Any = None  # as given (None: the newest modelled)
 
     def meta(self) -> dict[str, Any]:
         """Where the figures come from: cluster, GPUs and ranks, collective, cost model, engine level, version."""
         c, topo = self.cluster, self.cluster.topology
         return {"fabricsim_version": __version__, "cluster": c.name, "gpus": c.n_gpus, "cluster_gpus": c.total_gpus,
                 "ranks": rank_ranges(c.ranks), "collective": self.collective, "cost_model": self.cost_model,
-                "level": self.level or None, "library": self.library,
+                "level": self.level or None, "library": self.library, "nccl": self.nccl,
                 "routing": topo.features.get("routing") if topo.features.get("fabric") else None,
                 "algo": list(self.algo) if self.algo else None, "proto": list(self.proto) if self.proto else None,
                 "faults": list(c.faults.lines) if c.faults is not None else None}
@@ -298,7 +300,8 @@ class PerfResult:
             raise FabricsimError("explain compares fabricsim's simulation with NCCL's model: run perf with "
                                  "cost_model='fabricsim'")
         points = [Point(r, p) for r, p in zip(self.rows, self.picks)]
-        return explain(self.cluster.topology, self.cluster.ranks, self.collective, points, self.algo, self.proto)
+        return explain(self.cluster.topology, self.cluster.ranks, self.collective, points, self.algo, self.proto,
+                       self.nccl_version)
 
     def report(self, path: str | Path, title: str | None = None) -> Path:
         """Write the HTML report of this run (busbw and the algorithm per size, the largest simulated size's link
@@ -341,14 +344,17 @@ class PerfResult:
 def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Sizes, *,
          algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None, dtype: str = "float",
          op: str = "sum", root: int = 0, level: str | None = None, cost_model: str = "fabricsim", library: str = "nccl",
-         progress: Progress | None = None) -> PerfResult:
+         progress: Progress | None = None, nccl_version: str | tuple[int, ...] | None = None) -> PerfResult:
     """What nccl-tests' `<collective>_perf` would print on `cluster`, per size.
 
     `algo` / `proto` restrict the candidates as NCCL_ALGO / NCCL_PROTO do ('ring,tree', '^nvls'); `dtype` and
     `op` are nccl-tests' `-d` / `-o`, `root` its `-r`. `cost_model` 'fabricsim' simulates every candidate on the
     topology at engine `level` ('flow', the default, or 'analytical'); 'nccl' is NCCL's own tuning model.
-    `library` 'all' adds fabricsim's schedules NCCL does not run (Rabenseifner, Bruck, ...)."""
+    `library` 'all' adds fabricsim's schedules NCCL does not run (Rabenseifner, Bruck, ...). `nccl_version`
+    ('2.18', '2.26.5', (2, 28)) is the NCCL release whose rules apply (its algorithms, LL128 rule, channels,
+    chunks; fabricsim.tuner.nccl_versions); None: the newest modelled."""
     from fabricsim.reports.sweep import check_options, forced_notes, predict
+    from fabricsim.tuner.nccl_versions import release
 
     c = _as_cluster(cluster)
     level_run = check_options(collective, c.n_gpus, dtype=dtype, redop=op, root=root, level=level,
@@ -356,12 +362,13 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     size_list = _size_list(sizes)
     algos, protos = _names(algo, "algo", collective), _names(proto, "proto", collective)
     notes = forced_notes(c.topology, c.ranks, collective, algos) + _fault_notes(c, cost_model)
+    rel = release(nccl_version)
     points = predict(c.topology, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
                      protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
-                     progress=progress)
+                     progress=progress, nccl_version=nccl_version)
     return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
                       tuple(p.pick for p in points), tuple(notes), tuple(algos) if algos else None,
-                      tuple(protos) if protos else None)
+                      tuple(protos) if protos else None, rel.label, nccl_version)
 
 
 def _fault_notes(c: Cluster, cost_model: str) -> list[str]:
@@ -510,10 +517,13 @@ class CompareResult:
 
 def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | ClusterSpec, *, collective: str | None = None,
             placement: str = "out", algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None,
-            level: str | None = None, cost_model: str = "fabricsim", progress: Progress | None = None) -> CompareResult:
+            level: str | None = None, cost_model: str = "fabricsim", progress: Progress | None = None,
+            nccl_version: str | tuple[int, ...] | None = None) -> CompareResult:
     """Score a real nccl-tests log (a path, or a parsed log) against fabricsim's prediction of its sizes on
     `cluster`, whose GPUs used must equal the log's ranks. `placement` 'out' or 'in': which columns of the log;
-    `collective` only for a log that does not name its own; the rest as in `perf`."""
+    `collective` only for a log that does not name its own; `nccl_version` the NCCL release whose rules apply
+    (default: the one the log prints, else the newest modelled); the rest as in `perf`."""
+    from fabricsim.tuner.nccl_versions import release
     from fabricsim.reports import compare as report
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.sweep import check_options, forced_notes, predict
@@ -523,6 +533,8 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
         raise FabricsimError(f"unknown placement '{placement}': use 'out' (out-of-place columns) or 'in' (in-place)")
     parsed = log if isinstance(log, ParsedLog) else report.read_log(log)
     coll = report.log_collective(parsed, collective, tuple(COLLECTIVES))
+    version = nccl_version if nccl_version is not None else parsed.nccl_version
+    rel = release(version)
     c = _as_cluster(cluster)
     if parsed.nranks is not None and parsed.nranks != c.n_gpus:
         raise FabricsimError(report.rank_mismatch(parsed.nranks, c.source, "", c.n_gpus, int(c.spec.gpus_per_node),
@@ -542,7 +554,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     def rows_for(size_list: list[int], *, dtype: str, redop: str, root: int) -> list[PerfRow]:
         points = predict(c.topology, c.ranks, coll, size_list, dtype=dtype, redop=redop, root=root, algos=algos,
                          protos=protos, level=level_run or "flow", library="nccl", cost_model=cost_model,
-                         progress=tick)
+                         progress=tick, nccl_version=version)
         return [p.row for p in points]
 
     predicted = report.predict_like_log(rows_for, kept)
@@ -550,7 +562,8 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     meta = {"fabricsim_version": __version__, "log": str(log) if not isinstance(log, ParsedLog) else None,
             "collective": coll, "log_nranks": parsed.nranks, "nccl_version": parsed.nccl_version, "cluster": c.name,
             "gpus": c.n_gpus, "ranks": rank_ranges(c.ranks), "placement": placement, "cost_model": cost_model,
-            "level": level_run or None, "faults": list(c.faults.lines) if c.faults is not None else None}
+            "level": level_run or None, "nccl": rel.label,
+            "faults": list(c.faults.lines) if c.faults is not None else None}
     return CompareResult(tuple(rows), report.summarize(rows), tuple(skipped), meta, tuple(notes))
 
 

@@ -215,3 +215,12 @@ def test_library_code_never_picks_a_matplotlib_backend():
     for path in SRC.rglob("*.py"):
         text = path.read_text()
         assert "matplotlib.use(" not in text and "import pyplot" not in text and "matplotlib.pyplot" not in text, path
+
+
+def test_perf_follows_the_nccl_release_asked_for():
+    c = fs.cluster("dgx-h100", nodes=2)
+    old, new = fs.perf(c, "all_reduce", "1G", nccl_version="2.17"), fs.perf(c, "all_reduce", "1G")
+    assert (old.nccl, new.nccl) == ("NCCL 2.17.1", "NCCL 2.30.7") and old.meta()["nccl"] == "NCCL 2.17.1"
+    assert new.rows[0].algo == "nvls_tree" and old.rows[0].algo != "nvls_tree"  # NVLSTree arrived in 2.18.1
+    with pytest.raises(fs.FabricsimError, match="not major.minor"):
+        fs.perf(c, "all_reduce", "1G", nccl_version="latest")

@@ -153,3 +153,10 @@ def test_error_is_busbw_ratio(cases, nranks):
     abs_err = sorted(abs(r.error_pct) for r in rows)
     assert s.rows == len(rows) and s.median_abs_pct <= s.p90_abs_pct <= abs_err[-1] + 1e-9
     assert abs(s.worst_error_pct) == pytest.approx(abs_err[-1])
+
+
+def test_a_log_is_predicted_under_the_nccl_it_printed_unless_told_otherwise():
+    assert json.loads(ok(LOG_10N, "--cluster", "dgx-h100", "--nodes", "10", "--format", "json"))["nccl"] == "NCCL 2.29.2"
+    doc = json.loads(ok(LOG_10N, "--cluster", "dgx-h100", "--nodes", "10", "--format", "json", "--nccl-version", "2.17"))
+    assert doc["nccl"] == "NCCL 2.17.1" and all(r["algo"] != "nvls_tree" for r in doc["rows"])
+    assert "NCCL 2.29.2 rules" in ok(LOG_10N, "--cluster", "dgx-h100", "--nodes", "10").splitlines()[0]

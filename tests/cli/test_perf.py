@@ -207,3 +207,17 @@ def test_a_message_larger_than_hbm_is_reduced_as_nccl_tests_does_and_says_so(cap
     assert max(sizes_run) <= limit and sizes_run[0] == 1 << 30
     rc, out, err = run(capsys, "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G")
     assert rc == 0 and err == "" and "Reducing" not in out
+
+
+def test_nccl_version_selects_that_releases_rules_and_the_header_says_which(capsys):
+    """NCCL 2.17 has no NVLSTree (2.18.1): two H100 nodes get other picks; the default is the newest modelled."""
+    args = ("perf", "all_reduce", "-c", "dgx-h100", "--nodes", "2", "-b", "1G", "-e", "1G")
+    rc, out, _ = run(capsys, *args, "--nccl-version", "2.17")
+    assert rc == 0 and "NCCL 2.17.1 rules" in out.splitlines()[0]
+    assert parse_nccl_tests(out).rows[0].extra.get("algo") != "nvls_tree"
+    rc, out, _ = run(capsys, *args, "--format", "json")
+    assert rc == 0 and json.loads(out)["nccl"] == "NCCL 2.30.7" and json.loads(out)["rows"][0]["algo"] == "nvls_tree"
+    rc, _, err = run(capsys, *args, "--nccl-version", "2.16", "--algo", "nvls_tree")
+    assert rc == 2 and "NCCL 2.16.5 has no nvls_tree" in err and "Traceback" not in err
+    rc, _, err = run(capsys, "perf", "all_reduce", "-c", "dgx-b200", "--nccl-version", "2.20")
+    assert rc == 2 and "compute capability 10.0" in err

@@ -17,11 +17,22 @@ CALLS = [("all_reduce", "ring", 8), ("all_reduce", "tree", 2), ("all_reduce", "n
          ("reduce_scatter", "ring", 8), ("alltoall", "pxn", 1), ("broadcast", "ring", 1)]
 
 
+NO_BACKGROUND = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
 def uncached(sched, nbytes, **kw):
-    """The message timed itself, from its step traffic (no unit message involved)."""
-    return time_traffic(TOPO, traffic(sched, nbytes, 4), collective=sched.collective, algorithm=sched.algorithm,
-                        nranks=sched.nranks, nbytes=nbytes, rotations=sched.rotations, channels=sched.channels,
-                        protocol=kw.get("protocol", "simple"), level=kw.get("level", "flow"))
+    """The message timed itself, from its step traffic (no unit message involved: a call with background traffic,
+    here none, is planned at its own size)."""
+    return simulate(TOPO, sched, nbytes, protocol=kw.get("protocol", "simple"), level=kw.get("level", "flow"),
+                    background=NO_BACKGROUND)
+
+
+def test_explicit_traffic_of_a_ring_times_like_its_schedule():
+    sched = build_schedule("all_reduce", "ring", STRUCT.nranks, structure=STRUCT, channels=8)
+    nbytes = 4 * sched.nchunks * 1000
+    explicit = time_traffic(TOPO, traffic(sched, nbytes, 4), collective=sched.collective, algorithm=sched.algorithm,
+                            nranks=sched.nranks, nbytes=nbytes, channels=sched.channels)
+    assert explicit.time == pytest.approx(simulate(TOPO, sched, nbytes).time, rel=1e-9)
 
 
 @settings(max_examples=30, deadline=None)

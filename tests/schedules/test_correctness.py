@@ -114,3 +114,29 @@ def test_broadcast_chains_run_along_each_channels_ring(n, rpn, rings):
     if n > rpn:  # the chains leave the root's node from as many GPUs as there are channels
         leave = {s for _, s, d in want if s // rpn == 0 and d // rpn != 0}
         assert len(leave) == min(channels, rpn)
+
+
+@pytest.mark.parametrize("n,rpn,heads", [(16, 8, 3), (24, 8, 8), (18, 6, 4), (40, 8, 1)])
+def test_nvls_tree_with_fewer_heads_than_local_ranks(n, rpn, heads):
+    """NCCL's NVLSTree has one head GPU per NVLS channel; with fewer heads than local ranks only the heads cross
+    the network, on 2 channels each, and the result is still the allreduce."""
+    s = Structure(n, rpn, True, True)
+    sched = build_schedule("all_reduce", "nvls_tree", n, structure=s, pipeline=2, heads=heads)
+    assert sched.channels == 2 * heads and sched.meta["heads"] == heads
+    heads_local = set((np.arange(heads) * rpn // heads).tolist())
+    for step in sched.steps:
+        crossing = (step.src // rpn) != (step.dst // rpn)
+        assert set((step.src[crossing] % rpn).tolist()) <= heads_local
+        assert set((step.dst[crossing] % rpn).tolist()) <= heads_local
+    rng = np.random.default_rng(n + heads)
+    for count in COUNTS:
+        xs = make_inputs("all_reduce", n, count, rng)
+        for op in REDUCTIONS:
+            assert_same(execute(sched, xs, op), reference("all_reduce", xs, op))
+
+
+def test_nvls_tree_heads_default_to_every_local_rank():
+    s = Structure(16, 8, True, True)
+    full = build_schedule("all_reduce", "nvls_tree", 16, structure=s)
+    assert full.channels == 16 and full.meta["heads"] == 8
+    assert build_schedule("all_reduce", "nvls_tree", 16, structure=s, heads=99).meta["heads"] == 8

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from fabricsim.cli.options import cost_model as pick_cost_model
-from fabricsim.cli.options import check_report, engine_options, fault_lines, fault_options, faults_given, notes
-from fabricsim.cli.options import report_option, routing_option, size_options
+from fabricsim.cli.options import (check_report, engine_options, fault_lines, fault_options, faults_given,
+                                   nccl_version_option, notes, report_option, routing_option, size_options)
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 
@@ -22,14 +22,15 @@ PERF_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "
 @click.option("--collective", default=None, type=click.Choice(PERF_COLLECTIVES),
               help="Only for logs that do not name their collective (e.g. nccl-tests v2.9 without the binary line).")
 @engine_options
+@nccl_version_option
 @click.option("--placement", default="out", show_default=True, type=click.Choice(["out", "in"]),
               help="Compare against the out-of-place or the in-place columns of the log.")
 @click.option("--plot", "plot_path", default=None,
               help="Also save measured vs predicted busbw and time against size (.png, .pdf or .svg).")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
 @report_option
-def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collective, algo, proto, placement, level,
-            cost_model, old_model, plot_path, fmt, report_path):
+def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collective, algo, proto, nccl_version,
+            placement, level, cost_model, old_model, plot_path, fmt, report_path):
     """Compare a real nccl-tests LOG with fabricsim's prediction of the same sizes on a cluster."""
     from fabricsim import api
     from fabricsim.reports import compare as report
@@ -52,7 +53,7 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
                                                   api._unit(c.spec)))
     with progress_bar("compare") as progress:
         result = api.compare(log, c, collective=collective, placement=placement, algo=algo, proto=proto, level=level,
-                             cost_model=model, progress=progress)
+                             cost_model=model, progress=progress, nccl_version=nccl_version)
     meta = {**result.meta, "log": str(log_path)}
     notes(result.notes)
     if plot_path is not None:
@@ -69,7 +70,7 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
     nccl = f", NCCL {log.nccl_version}" if log.nccl_version else ""
     columns = "out-of-place" if placement == "out" else "in-place"
     gpus_used = f"{c.n_gpus} of {c.total_gpus} GPUs, ranks {m['ranks']}" if c.partial else f"{c.n_gpus} GPUs"
-    how = f"cost model {model}" + (f", engine level {m['level']}" if m["level"] else "")
+    how = f"cost model {model}" + (f", engine level {m['level']}" if m["level"] else "") + f", {m['nccl']} rules"
     title = f"fabricsim compare: {m['collective']} log ({ranks}{nccl}, {columns} columns) vs {c.name} ({gpus_used}), {how}"
     if c.faults is not None:
         title += "\n" + "\n".join(fault_lines(c.faults))

@@ -70,6 +70,13 @@ def engine_options(f):
     return click.option("--algo", default=None, help="Force algorithms, as NCCL_ALGO: e.g. ring,tree,nvls.")(f)
 
 
+def nccl_version_option(f):
+    """--nccl-version: the NCCL release whose rules a prediction follows (fabricsim.tuner.nccl_versions)."""
+    return click.option("--nccl-version", "nccl_version", default=None,
+                        help="NCCL release whose algorithms, LL128 rule, channels and chunks apply, e.g. 2.18 or "
+                             "2.26.5 (default: the newest modelled; compare: the one the log prints).")(f)
+
+
 def cost_model(new: str | None, old: str | None) -> str:
     """--cost-model, or the deprecated --model with a note on stderr (train's --model names a training model)."""
     if old is not None:

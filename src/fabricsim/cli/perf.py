@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from fabricsim.cli.options import cost_model as pick_cost_model
-from fabricsim.cli.options import check_report, engine_options, fault_lines, fault_options, faults_given, notes
-from fabricsim.cli.options import report_option, routing_option, size_options
+from fabricsim.cli.options import (check_report, engine_options, fault_lines, fault_options, faults_given,
+                                   nccl_version_option, notes, report_option, routing_option, size_options)
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.nccltests_table import DTYPE_SIZES
@@ -28,6 +28,7 @@ from fabricsim.schedules import COLLECTIVES as PERF_COLLECTIVES  # every collect
 @click.option("-o", "--op", "redop", default="sum", show_default=True, type=click.Choice(REDOPS))
 @click.option("-r", "--root", default=0, show_default=True, type=int, help="Root rank of broadcast / reduce.")
 @engine_options
+@nccl_version_option
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json", "csv"]))
 @click.option("--library", default="nccl", show_default=True, type=click.Choice(["nccl", "all"]),
               help="Candidates: what NCCL runs, or every fabricsim schedule (Rabenseifner, Bruck, hierarchical, ...).")
@@ -38,8 +39,8 @@ from fabricsim.schedules import COLLECTIVES as PERF_COLLECTIVES  # every collect
               help="Write a Chrome/Perfetto trace (JSON, open in ui.perfetto.dev) of the largest size's simulation.")
 @report_option
 def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbytes, maxbytes, stepfactor, stepbytes,
-         datatype, redop, root, algo, proto, fmt, level, cost_model, old_model, library, explain, trace_path,
-         report_path):
+         datatype, redop, root, algo, proto, nccl_version, fmt, level, cost_model, old_model, library, explain,
+         trace_path, report_path):
     """Predict nccl-tests output for COLLECTIVE on a cluster (time, algbw, busbw per size)."""
     from fabricsim import api
     from fabricsim.units import parse_size
@@ -63,7 +64,7 @@ def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbyte
         size_list = api.sizes(min(size_list[0], reduced[1]), reduced[1], factor=stepfactor, step=stepbytes)
     with progress_bar(f"perf {collective}") as progress:
         result = api.perf(c, collective, size_list, algo=algo, proto=proto, dtype=datatype, op=redop, root=root,
-                          level=level, cost_model=model, library=library, progress=progress)
+                          level=level, cost_model=model, library=library, progress=progress, nccl_version=nccl_version)
     notes(result.notes)
     if trace_path:
         from fabricsim.engine import to_perfetto
@@ -112,7 +113,8 @@ def _table(result, reduced_to: int | None = None) -> str:
     gpus = (f"{c.n_gpus} of {c.total_gpus} GPUs (ranks {result.meta()['ranks']})" if c.partial else f"{c.n_gpus} GPUs")
     head = [f"# fabricsim perf {result.collective} on {topo.name}: {gpus}, cost model {result.cost_model}"
             + (f", engine level {result.level}" if result.level else "")
-            + (f", {topo.features['routing']} routing" if topo.features.get("fabric") and result.level else "")]
+            + (f", {topo.features['routing']} routing" if topo.features.get("fabric") and result.level else "")
+            + f", {result.nccl} rules"]
     head += fault_lines(c.faults)
     if reduced_to is not None:
         head.append(f"#\n# Reducing maxBytes to {reduced_to} due to memory limitation")

@@ -1,13 +1,18 @@
 """Assembling a Result: times, nccl-tests bandwidths, link loads, bottlenecks, the limiter and the timeline.
 
-NCCL pipelines each channel's data in slices (protocols.slice_bytes), so the schedule runs as a pipeline of
-P slices: bandwidth time = sum_k t_k / P + (1 - 1/P) * B, where t_k is step k's drain time and B the drain time
-of all steps' traffic together (the steady state in which every step works on a different slice). For a ring
+NCCL pipelines each channel's data in chunks (engine.chunking: its loops), so the schedule runs as a pipeline of
+P chunks: bandwidth time = sum_k t_k / P + (1 - 1/P) * B, where t_k is step k's drain time and B the drain time
+of all steps' traffic together (the steady state in which every step works on a different chunk). For a ring
 every step loads the same links, B = sum_k t_k, giving nsteps x latency + bytes / bandwidth; for a chain or
-tree, B is one link's share, not the store-and-forward sum. NCCL's per-channel caps bound it from below.
+tree, B is one link's share, not the store-and-forward sum. Stages NCCL's kernel adds around the schedule's steps
+(NVLS's buffer copies, chunking.NVLS_COPY_STAGES) each add to the pipeline's fill one chunk's turn at the pace of
+the schedule's first step (the NVLS reduction whose warps they share the channel with), t_0 / P. NCCL's
+per-channel caps bound it from below.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,27 +28,49 @@ from fabricsim.vocab import BUSBW_FACTOR
 FLOW_TIMELINE_LIMIT = 20_000  # flows (repetitions expanded) listed individually in the timeline
 MAX_BOTTLENECKS = 8  # tied bottleneck links listed by name (all are counted)
 PEER_CAP_SOURCE = "net_peer_bw: NCCL's point-to-point channels per network peer x each channel's rate"
+PROXY_SOURCE = ("message bytes / NCCL's network post overhead (tuning.cc getNetOverhead), one proxy thread per GPU "
+                "(src/proxy.cc)")
 
 
-def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: str, slowdown: float = 1.0) -> Result:
-    """The Result of a plan priced for one protocol and drained at its wire bytes (`drained.wire_scale`)."""
+@dataclass(frozen=True, eq=False)
+class LinkLoads:
+    """What a plan puts on every link whatever its size and protocol (the unit cache keeps it per unit plan)."""
+
+    flow_bytes: np.ndarray  # all steps' flow bytes (x a drain's wire scale: its wire bytes)
+    most_flows: np.ndarray  # the most flows any one step crosses the link with
+
+
+def link_loads(topo: Topology, plan: Plan) -> LinkLoads:
+    """The plan's LinkLoads; a rotated schedule's are its class totals spread by the links' weights."""
+    flow_bytes = (plan.union.link_bytes(topo.n_links) if plan.weight is None
+                  else symmetry.mean_field(topo, plan.scale, plan.weight, plan.union)[1])
+    most = np.zeros(topo.n_links)
+    for fs in plan.patterns:
+        most = np.maximum(most, _link_flows(topo, plan, fs))
+    return LinkLoads(flow_bytes, most)
+
+
+def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: str, slowdown: float = 1.0,
+           loads: LinkLoads | None = None) -> Result:
+    """The Result of a plan priced for one protocol and drained at its wire bytes (`drained.wire_scale`);
+    `loads`: the plan's link_loads, when the caller keeps them."""
     p = price.slices
     t = drained.t
     t_sum = float(np.sum(t[plan.order] * plan.repeats))
     steady = drained.steady if p > 1 else t_sum
-    pipelined = slowdown * (t_sum / p + (1 - 1 / p) * steady)
-    bandwidth_time = max(pipelined, plan.nbytes / price.algbw_cap)
+    pipelined = slowdown * (t_sum / p + (1 - 1 / p) * steady + _copy_fill(plan, price, t))
+    bandwidth_time = max(pipelined, plan.nbytes / price.algbw_cap, _proxy_time(plan, price, drained))
     latency_time = price.once_latency + float(np.sum(price.step_latency * plan.repeats))
     time = latency_time + bandwidth_time
-    link_bytes = drained.wire_scale * (plan.union.link_bytes(topo.n_links) if plan.weight is None
-                                       else symmetry.mean_field(topo, plan.scale, plan.weight, plan.union)[1])
+    loads = link_loads(topo, plan) if loads is None else loads
+    link_bytes = drained.wire_scale * loads.flow_bytes
     link_util = link_bytes / (topo.link_capacity * time) if time > 0 else np.zeros(topo.n_links)
     size = plan.nbytes
     algbw = size / time if time > 0 else 0.0
     busbw = algbw * BUSBW_FACTOR[plan.collective](plan.nranks) if plan.collective in BUSBW_FACTOR else algbw
     if invariants.ON:
         _check(topo, link_bytes, bandwidth_time)
-    bottlenecks, count = _bottlenecks(topo, plan, link_bytes, link_util)
+    bottlenecks, count = _bottlenecks(topo, loads, link_bytes, link_util)
     return Result(
         collective=plan.collective, algorithm=plan.algorithm, protocol=price.protocol, nranks=plan.nranks, nbytes=size,
         level=level, time=time, latency_time=latency_time, bandwidth_time=bandwidth_time, algbw=algbw, busbw=busbw,
@@ -71,6 +98,21 @@ def _connection_bytes(fs: FlowSet) -> float:
     return float(np.dot(fs.nbytes, fs.mult)) / connections if connections > 0 else 0.0
 
 
+def _copy_fill(plan: Plan, price: Pricing, t: np.ndarray) -> float:
+    """The pipeline fill of the stages NCCL's kernel adds (its NVLS buffer copies): one chunk's turn each at the pace
+    of the schedule's first step, t_0 / P."""
+    if not price.copy_stages or not plan.order.size:
+        return 0.0
+    return price.copy_stages * float(t[plan.order[0]]) / price.slices
+
+
+def _proxy_time(plan: Plan, price: Pricing, drained: Drained) -> float:
+    """The busiest GPU's network messages posted one after another by its proxy thread (engine.chunking): its
+    network payload / the proxy's rate (the plan's bytes are at wire efficiency 1: payload = wire_scale x
+    efficiency)."""
+    return plan.net_out * drained.wire_scale * price.wire_efficiency / price.proxy_rate
+
+
 def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bottleneck, ...],
              slowdown: float) -> Limiter:
     """The largest of the lower bounds on the bandwidth time: the busiest link's busy time, the longest
@@ -89,6 +131,11 @@ def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bo
         worst = float((union.nbytes[capped] * drained.wire_scale / union.rate_cap[capped]).max())
         bounds.append(Limiter("peer cap", plan.net_peer_bw, slowdown * worst, PEER_CAP_SOURCE,
                               f"per-peer network cap {plan.net_peer_bw / 1e9:.1f} GB/s per point-to-point transfer{shared}"))
+    proxy = _proxy_time(plan, price, drained)
+    if proxy > 0:
+        bounds.append(Limiter("proxy", price.proxy_rate, proxy, PROXY_SOURCE,
+                              f"network messages of the busiest GPU, posted by its proxy thread at "
+                              f"{price.proxy_rate / 1e9:.1f} GB/s"))
     if np.isfinite(price.algbw_cap):
         bounds.append(Limiter("channel cap", price.algbw_cap, plan.nbytes / price.algbw_cap,
                               f"{price.cap_source} x {plan.channels} channels",
@@ -104,7 +151,8 @@ def _link_flows(topo: Topology, plan: Plan, fs: FlowSet) -> np.ndarray:
     return flows if plan.weight is None else symmetry.spread(topo, plan.scale, plan.weight, flows)
 
 
-def _bottlenecks(topo: Topology, plan: Plan, link_bytes: np.ndarray, link_util: np.ndarray) -> tuple[tuple[Bottleneck, ...], int]:
+def _bottlenecks(topo: Topology, loads: LinkLoads, link_bytes: np.ndarray,
+                 link_util: np.ndarray) -> tuple[tuple[Bottleneck, ...], int]:
     """Links with the longest busy time (wire bytes / effective capacity), ties included."""
     cap = effective_capacity(topo)
     busy = link_bytes / cap
@@ -113,9 +161,7 @@ def _bottlenecks(topo: Topology, plan: Plan, link_bytes: np.ndarray, link_util: 
         return (), 0
     tied = np.flatnonzero(busy >= top * (1 - 1e-6))
     shown = tied[:MAX_BOTTLENECKS]
-    sharing = np.zeros(shown.shape[0])
-    for fs in plan.patterns:
-        sharing = np.maximum(sharing, _link_flows(topo, plan, fs)[shown])
+    sharing = loads.most_flows[shown]
     eff = link_efficiency(topo)
     return tuple(
         Bottleneck(link=int(lk), name=topo.link_name(int(lk)), tech=topo.techs[int(topo.link_tech[lk])],
@@ -131,7 +177,7 @@ def _timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float, steady
     pat = np.repeat(plan.order, plan.repeats)
     step_lat = np.repeat(price.step_latency, plan.repeats)
     share = t[pat] / t_sum if t_sum > 0 else np.zeros(pat.shape[0])
-    bw = slowdown * (t[pat] / p + (1 - 1 / p) * steady * share)
+    bw = slowdown * (t[pat] / p + ((1 - 1 / p) * steady + _copy_fill(plan, price, t)) * share)
     dur = step_lat + bw
     end = price.once_latency + np.cumsum(dur)
     start = end - dur

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fabricsim.engine.chunking import CommPlan
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import Schedule
 from fabricsim.topology.model import Topology
@@ -32,6 +33,7 @@ class Job:
     protocol: str = "simple"
     channels: int | None = None  # NCCL channels (default: the schedule's own)
     net_peer_bw: float | None = None  # bytes/s cap per point-to-point transfer across the network (see time_traffic)
+    comm: CommPlan | None = None  # NCCL's communicator channels, heads and chunk sizes (None: chunking.default_comm)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Call:
     net_peer_bw: float | None  # bytes/s cap on each point-to-point transfer across the network; None: no cap
     schedule: Schedule | None = None  # the schedule the traffic comes from (None: explicit step traffic)
     pieces: int = 0  # equal pieces the schedule cuts a message into (0: explicit traffic)
+    comm: CommPlan | None = None  # NCCL's communicator for the call's chunking (None: chunking.default_comm)
 
 
 def options(topo: Topology, level: str, pxn: bool | None, adaptive: bool | None) -> Options:
@@ -106,6 +109,14 @@ def _check_peer_cap(net_peer_bw) -> float | None:
     return None if net_peer_bw is None else float(net_peer_bw)
 
 
+def _check_comm(comm) -> CommPlan | None:
+    if comm is not None and not isinstance(comm, CommPlan):
+        raise FabricsimError(f"comm={comm!r} must be an engine.chunking.CommPlan (or None: NCCL's defaults)")
+    if comm is not None and min(comm.channels, comm.nvls_channels, comm.nvls_heads, comm.simple_buffsize) < 1:
+        raise FabricsimError(f"comm={comm!r}: channels, NVLS channels, NVLS heads and the buffer size must be positive")
+    return comm
+
+
 def _check_split(nranks: int, copies: int, rotations: int) -> None:
     if copies < 1 or nranks % copies:
         raise FabricsimError(f"copies={copies} must divide the {nranks} ranks into equal groups")
@@ -126,7 +137,7 @@ def job_call(topo: Topology, job: Job) -> Call:
     pieces = math.prod(cm.split) if cm is not None else int(sched.nchunks)
     return Call(sched.collective, sched.algorithm, sched.nranks, sched.copies, sched.rotations, check_nbytes(job.nbytes),
                 int(job.elem_size), check_ranks(topo, sched.nranks, job.ranks), _check_protocol(job.protocol), channels,
-                channels // max(sched.channels, 1), _check_peer_cap(job.net_peer_bw), sched, pieces)
+                channels // max(sched.channels, 1), _check_peer_cap(job.net_peer_bw), sched, pieces, _check_comm(job.comm))
 
 
 def traffic_call(topo: Topology, *, collective: str, algorithm: str, nranks: int, nbytes, copies: int, ranks,

@@ -88,7 +88,7 @@ def maxmin_rates(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, cap
     mult = np.ones(n_flows) if mult is None else mult
     inc = _Incidence.of(edge_flow, edge_link, n_flows, capacity, edge_share)
     every = np.ones(n_flows, dtype=bool)
-    load, crossing = _link_loads(inc, np.arange(inc.edge_flow.shape[0]), mult)
+    load, crossing = _link_loads(inc, None, mult)
     rate = _fill(inc, every, load, crossing, inc.cap.copy(), 0.0, mult, rate_cap, _by_cap(rate_cap, every))
     if invariants.ON:
         _check(inc, every, rate, mult, rate_cap, "max-min rates")
@@ -102,11 +102,12 @@ def _check(inc: _Incidence, flows: np.ndarray, rate: np.ndarray, mult: np.ndarra
     invariants.check_rates(what, rate[flows], None if rate_cap is None else rate_cap[flows])
 
 
-def _link_loads(inc: _Incidence, edges: np.ndarray, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(multiplicity x share, number) of the flows of these edges on every link."""
-    lk = inc.edge_lk[edges]
+def _link_loads(inc: _Incidence, edges: np.ndarray | None, mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(multiplicity x share, number) of the flows of these edges (None: every edge) on every link."""
+    lk, flow, share = (inc.edge_lk, inc.edge_flow, inc.edge_share) if edges is None else (
+        inc.edge_lk[edges], inc.edge_flow[edges], None if inc.edge_share is None else inc.edge_share[edges])
     n_links = inc.cap.shape[0]
-    weight = mult[inc.edge_flow[edges]] if inc.edge_share is None else mult[inc.edge_flow[edges]] * inc.edge_share[edges]
+    weight = mult[flow] if share is None else mult[flow] * share
     return np.bincount(lk, weights=weight, minlength=n_links), np.bincount(lk, minlength=n_links)
 
 
@@ -157,6 +158,8 @@ def _fill(inc: _Incidence, active: np.ndarray, load: np.ndarray, crossing: np.nd
         rate[freeze] = level
         active[freeze] = False
         n_active -= freeze.shape[0]
+        if not n_active:  # the loads are not read again: skip taking the last frozen flows' edges off them
+            break
         less_load, less_crossing = _link_loads(inc, _gather(inc.by_flow, inc.flow_ptr, freeze), mult)
         load -= less_load
         crossing -= less_crossing
@@ -188,7 +191,8 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
     kept = np.zeros(n, dtype=bool)  # flows whose rate carries over from the last solve
     kept_rate = np.zeros(n)
     base = inc.cap.copy()  # capacity less what the kept flows take
-    load, crossing = _link_loads(inc, np.flatnonzero(alive[inc.edge_flow]), mult)  # of the flows to solve: alive, not kept
+    # of the flows to solve: alive, not kept
+    load, crossing = _link_loads(inc, None if alive.all() else np.flatnonzero(alive[inc.edge_flow]), mult)
     t, start = 0.0, 0.0  # start: the level the kept flows' rates are below
     while (alive & ~persistent).any():  # left by the break below once the last finite flow finishes
         rates = _fill(inc, alive & ~kept, load.copy(), crossing.copy(), base, start, mult, rate_cap, capped)

@@ -4,21 +4,22 @@
 their order and repeats, all steps' flows together (`union`, the pipeline's steady state), and what each
 pattern's flows wait on the wire per NCCL hop class (`HopLatency`). A plan carries bytes as a protocol of wire
 efficiency 1 would (`flows`), so every protocol of one algorithm shares it: `price` adds what the protocol
-changes (wire efficiency, NCCL's per-step hop latencies, base latency, slice size, per-channel caps).
+changes (wire efficiency, NCCL's per-step hop latencies, base latency, per-channel caps) and `call_chunks` what
+the message size changes: the channels NCCL runs the call on and the chunks each pipelines (engine.chunking).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from operator import itemgetter
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fabricsim.engine import symmetry
+from fabricsim.engine import chunking, symmetry
 from fabricsim.engine.call import Call, Options
 from fabricsim.engine.flows import N_HOPS, FlowRules, FlowSet, concat, item_latency, step_flows
-from fabricsim.engine.protocols import ProtocolModel, nccl_arch, net_step_latency, protocol_model
+from fabricsim.engine.protocols import HOP_NET, ProtocolModel, nccl_arch, net_step_latency, protocol_model
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology.model import Topology
@@ -98,8 +99,8 @@ class Plan:
     union: FlowSet  # every step's flows together, bytes x repetitions
     latency: HopLatency  # per pattern
     windows: tuple[Windows | None, ...]  # per schedule step: a pipeline's windows (None: every transfer every repetition)
-    biggest: float  # payload bytes one channel of the busiest rank moves in one step: what NCCL cuts into slices
     net_peer_bw: float  # bytes/s cap per point-to-point transfer across the network (inf: none)
+    net_out: float = 0.0  # payload bytes the busiest GPU sends (or receives, if more) across the network, all steps
     scale: float = 1.0  # rotated schedules: the whole schedule's traffic / the sampled rotations' traffic
     weight: np.ndarray | None = None  # rotated schedules: each link's share of its class's traffic (symmetry.link_weights)
 
@@ -112,7 +113,9 @@ class Pricing:
     wire_efficiency: float  # payload bytes per byte on the wire
     step_latency: np.ndarray  # s per repetition of each schedule step
     once_latency: float  # s, once per collective
-    slices: int  # pipeline slices per channel (NCCL slice size)
+    slices: int  # chunks each channel pipelines (NCCL's loops, engine.chunking)
+    copy_stages: int  # pipeline stages of NCCL's kernel besides the schedule's steps (NVLS buffer copies)
+    proxy_rate: float  # payload bytes/s one GPU's proxy thread posts to the network (message / post overhead)
     algbw_cap: float  # bytes/s: NCCL's per-channel caps (tuning.cc) on this call's algorithm bandwidth; inf if none
     cap_source: str  # which tuning.cc table the cap comes from
 
@@ -125,6 +128,17 @@ def call_model(topo: Topology, call: Call) -> ProtocolModel:
                            call.collective, nranks, net_step=net_step_latency(topo, call.gpu_ranks) if n_nodes > 1 else None,
                            cpu_vendor=topo.features.get("cpu_vendor", "intel"))
     return model if call.net_peer_bw is None else replace(model, net_peer_bw=call.net_peer_bw)
+
+
+def call_chunks(call: Call, model: ProtocolModel, nbytes: int | None = None) -> chunking.CallChunks:
+    """How NCCL cuts `call` (at `nbytes`, default its own size): its channels and each channel's chunks. Stages
+    NCCL's kernel adds around a schedule's steps (NVLS buffer copies) belong to its schedules: explicit step
+    traffic (`engine.time_traffic`) is timed as given."""
+    nranks = call.nranks // call.copies
+    comm = call.comm or chunking.default_comm(call.channels, nranks, model.n_nodes)
+    chunks = chunking.call_chunks(comm, model.family, model.protocol, call.collective,
+                                  call.nbytes if nbytes is None else nbytes, nranks, model.n_nodes)
+    return chunks if call.schedule is not None else replace(chunks, copy_stages=0)
 
 
 def plan_traffic(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts: Options, model: ProtocolModel) -> Plan:
@@ -142,18 +156,19 @@ def plan_traffic(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts:
     rep_a = np.array([int(st.repeat) for st in steps], dtype=np.int64)
     total = np.bincount(order_a, weights=rep_a, minlength=len(patterns))
     windows = tuple(None if call.algorithm == "ring" else _windows(topo, st, call.gpu_ranks, rules) for st in steps)
+    union = concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)])
     return Plan(
         collective=call.collective, algorithm=call.algorithm, nranks=call.nranks // call.copies, nbytes=call.nbytes,
         channels=call.channels, patterns=tuple(patterns), order=order_a, repeats=rep_a,
-        union=concat([fs.scaled(float(total[i])) for i, fs in enumerate(patterns)]), latency=HopLatency.of(patterns),
-        windows=windows, biggest=max((_channel_bytes(fs, call.channels) for fs in patterns if fs.n_flows), default=0.0),
-        net_peer_bw=model.net_peer_bw, scale=scale, weight=weight)
+        union=union, latency=HopLatency.of(patterns), windows=windows, net_peer_bw=model.net_peer_bw,
+        net_out=_net_out(union), scale=scale, weight=weight)
 
 
-def price(plan: Plan, model: ProtocolModel, bytes_scale: float = 1.0) -> Pricing:
-    """What `model`'s protocol makes of `plan` for a message `bytes_scale` times the plan's: latencies (a ring's
-    chunks rotate through every position, so it pays the mean hop per step; other schedules wait for their
-    slowest hop, a pipeline only for the transfers working in each repetition), slices and caps."""
+def price(plan: Plan, model: ProtocolModel, chunks: chunking.CallChunks) -> Pricing:
+    """What `model`'s protocol makes of `plan` cut as `chunks`: latencies (a ring's chunks rotate through every
+    position, so it pays the mean hop per step; other schedules wait for their slowest hop, a pipeline only for
+    the transfers working in each repetition), the chunks each channel pipelines and the per-channel caps, which
+    count the channels the call runs on (a call on fewer channels than the communicator's gets their share)."""
     hw, step_hw = np.array(model.hop_latency), model.step_hop_latency
     per_pattern = plan.latency.mean(step_hw) if plan.algorithm == "ring" else plan.latency.slowest(step_hw)
     step_lat = per_pattern[plan.order] if plan.order.size else np.zeros(0)
@@ -164,8 +179,9 @@ def price(plan: Plan, model: ProtocolModel, bytes_scale: float = 1.0) -> Pricing
     return Pricing(
         protocol=model.protocol, wire_efficiency=model.wire_efficiency, step_latency=step_lat,
         once_latency=model.base_latency + float(hw[once_hops].sum()),
-        slices=max(1, math.ceil(plan.biggest * bytes_scale / model.slice_bytes)),
-        algbw_cap=model.busbw_cap_per_channel * plan.channels * model.bus_to_alg, cap_source=model.busbw_cap_source)
+        slices=chunks.loops, copy_stages=chunks.copy_stages, proxy_rate=chunks.message / chunks.post,
+        algbw_cap=model.busbw_cap_per_channel * plan.channels * chunks.share * model.bus_to_alg,
+        cap_source=model.busbw_cap_source)
 
 
 def _windows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> Windows | None:
@@ -192,14 +208,15 @@ def _windows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: Flow
     return Windows(groups // (st.repeat + 1), groups % (st.repeat + 1), latency, int(st.repeat))
 
 
-def _channel_bytes(fs: FlowSet, channels: int) -> float:
-    """Bytes one channel of the busiest rank moves in this step: what NCCL cuts into pipeline slices. Each
-    channel handles 1/channels of every rank's data (an NVLS head's share of all chunks included), so the
-    slices a step is pipelined over follow the rank's whole send, not one flow's share of it."""
-    sent = fs.src >= 0
-    if not sent.any():  # only switch-sourced flows: every receiver gets its payload
-        return float(fs.payload.max())
-    return float(np.bincount(fs.src[sent], weights=(fs.payload * fs.mult)[sent]).max()) / max(channels, 1)
+def _net_out(fs: FlowSet) -> float:
+    """Payload bytes the busiest GPU sends, or receives, across the network (NCCL's NET hop class): what its
+    proxy thread posts message by message. (A rotated schedule's sample holds whole rotations: each sampled GPU's
+    sends are all there.)"""
+    net = fs.hop == HOP_NET
+    w = fs.payload * fs.mult
+    out = [np.bincount(end[mask], weights=w[mask]).max() for end in (fs.src, fs.dst)
+           for mask in [net & (end >= 0)] if mask.any()]
+    return float(max(out, default=0.0))
 
 
 def _distinct(steps: Sequence[StepTraffic]) -> tuple[list[int], list[int]]:
@@ -218,7 +235,7 @@ def _distinct(steps: Sequence[StepTraffic]) -> tuple[list[int], list[int]]:
 
     for i, st in enumerate(steps):
         sig = (st.src.shape[0], len(st.innet), int(np.sum(st.src)), int(np.sum(st.dst)), float(np.sum(st.nbytes)),
-               sum(op[3] for op in st.innet), tuple(len(a) for a in st.innet[0][1:3]) if st.innet else ())
+               sum(map(itemgetter(3), st.innet)), tuple(len(a) for a in st.innet[0][1:3]) if st.innet else ())
         same = [p for p in alike.get(sig, []) if key(firsts[p]) == key(i)]
         if same:
             order.append(same[0])

@@ -74,12 +74,6 @@ LL_MAX_GBPS_ONE_NODE = {arch: row[0] for arch, row in zip(ARCHS, K.LL_MAX_BW)}
 LL_MAX_GBPS_MULTI_NODE = K.LL_MAX_BW[0]  # row 0: N1 (unused), N2, N4
 LL_MAX_GBPS_MULTI_NODE_AMD = K.LL_MAX_BW[1]
 
-# Pipelining slice: payload one channel moves per pipeline step (device.h / collectives.h).
-NCCL_STEPS = 8
-SIMPLE_BUFFSIZE = 1 << 22  # DEFAULT_BUFFSIZE, 4 MiB
-SIMPLE_SLICE_STEPS = {"all_reduce": 2, "all_gather": 2, "reduce_scatter": 2}  # NCCL_STEPS/4; Bcast/Reduce 1
-LL_STEP_WIRE_BYTES = 8 * 512 * 16  # NCCL_LL_LINES_PER_THREAD x NCCL_LL_MAX_NTHREADS x sizeof(ncclLLFifoLine)
-LL128_STEP_WIRE_BYTES = 120 * 640 * 8  # NCCL_LL128_ELEMS_PER_THREAD x NCCL_LL128_MAX_NTHREADS x 8 B
 
 
 @dataclass(frozen=True)
@@ -96,7 +90,7 @@ class ProtocolModel:
     busbw_cap_source: str  # the tuning.cc table the per-channel cap comes from ('' when none)
     bus_to_alg: float  # NCCL's busBw -> algBw ratio for the cap (tuning.cc: Tree/CollNet 0.5, Ring/NVLS nRanks/nSteps)
     nvls_efficiency: float
-    slice_bytes: float  # payload bytes per pipeline slice
+    n_nodes: int  # NVLink domains the call spans (NCCL's nNodes): its chunk sizes follow them (engine.chunking)
     net_peer_bw: float = math.inf  # bytes/s one point-to-point transfer gets across the network (NCCL p2p channels)
 
     @property
@@ -158,12 +152,6 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         if ll_max * GBPS / channels < cap:
             row = f"[{arch}][0]" if n_nodes == 1 else f"[{int(amd)}][N{(1, 2, 4)[col]}]"
             cap, source = ll_max * GBPS / channels, f"tuning.cc llMaxBws{row} / channels"
-    if protocol == "simple":
-        slice_bytes = SIMPLE_BUFFSIZE / NCCL_STEPS * SIMPLE_SLICE_STEPS.get(collective, 1)
-    elif protocol == "ll":
-        slice_bytes = LL_STEP_WIRE_BYTES * 0.5
-    else:
-        slice_bytes = LL128_STEP_WIRE_BYTES * 120 / 128
     hop = [HW_LATENCY_US[h][family][p] * US for h in HOP_CLASSES]
     if net_step is not None:
         hop[HOP_NET] = net_step[p]
@@ -178,7 +166,7 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         busbw_cap_source=source,
         bus_to_alg=_bus_to_alg(family, collective, nranks),
         nvls_efficiency=NVLS_EFFICIENCY[arch] if collective == "all_reduce" else float(NVLS_EFFICIENCY[arch] > 0),
-        slice_bytes=slice_bytes,
+        n_nodes=max(int(n_nodes), 1),
     )
 
 

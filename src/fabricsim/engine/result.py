@@ -29,10 +29,11 @@ class Bottleneck:
 @dataclass(frozen=True)
 class Limiter:
     """What bounds a collective's bandwidth time: the busiest links, a per-peer rate cap on point-to-point
-    transfers across the network, or NCCL's per-channel bus bandwidth cap. Each is a lower bound on the
+    transfers across the network, the rate at which a GPU's proxy thread posts network messages, or NCCL's
+    per-channel bus bandwidth cap. Each is a lower bound on the
     bandwidth time; the limiter is the largest."""
 
-    kind: str  # 'links' | 'peer cap' | 'channel cap'
+    kind: str  # 'links' | 'peer cap' | 'proxy' | 'channel cap'
     rate: float  # bytes/s: the bottleneck link's effective capacity, the cap per network transfer, or the algbw cap
     time: float  # s: the bandwidth time this limiter alone imposes
     source: str  # where the figure comes from

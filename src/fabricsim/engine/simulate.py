@@ -24,8 +24,9 @@ from fabricsim.engine import coflows, solve, unit_cache
 from fabricsim.engine.assemble import result
 from fabricsim.engine.capacity import effective_capacity
 from fabricsim.engine.call import Call, Job, Options, job_call, options, traffic_call
+from fabricsim.engine.chunking import CommPlan
 from fabricsim.engine.flows import FlowRules, FlowSet, empty_flows, p2p_flows
-from fabricsim.engine.plan import call_model, plan_traffic, price
+from fabricsim.engine.plan import call_chunks, call_model, plan_traffic, price
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import traffic as schedule_traffic
@@ -37,11 +38,13 @@ __all__ = ["Job", "simulate", "simulate_concurrent", "time_traffic"]
 
 def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int = 4, protocol: str = "simple",
              channels: int | None = None, level: str = "flow", ranks=None, pxn: bool | None = None,
-             adaptive: bool | None = None, background=None, net_peer_bw: float | None = None) -> Result:
+             adaptive: bool | None = None, background=None, net_peer_bw: float | None = None,
+             comm: CommPlan | None = None) -> Result:
     """Time `schedule` moving `nbytes` (nccl-tests' size) on `topo`; schedule rank i runs on GPU `ranks[i]`.
-    `net_peer_bw`, `adaptive`, `background`: see `time_traffic`."""
+    `net_peer_bw`, `adaptive`, `background`: see `time_traffic`; `comm`: NCCL's communicator (channels, NVLS heads,
+    chunk sizes) the call's chunks follow (engine.chunking; None: NCCL's defaults for `channels`)."""
     opts = options(topo, level, pxn, adaptive)
-    call = job_call(topo, Job(schedule, nbytes, ranks, elem_size, protocol, channels, net_peer_bw))
+    call = job_call(topo, Job(schedule, nbytes, ranks, elem_size, protocol, channels, net_peer_bw, comm))
     if background is None:
         scaled = unit_cache.timed(topo, call, opts)
         if scaled is not None:
@@ -76,7 +79,7 @@ def _time(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts: Option
     """Plan, price, drain and assemble one checked call."""
     model = call_model(topo, call)
     plan = plan_traffic(topo, steps, call, opts, model)
-    pricing = price(plan, model)
+    pricing = price(plan, model, call_chunks(call, model))
     drained = solve.drained(topo, plan, opts.level, _background(topo, background, opts), steady=pricing.slices > 1)
     return result(topo, plan, pricing, drained.scaled(1 / pricing.wire_efficiency), opts.level)
 
@@ -109,7 +112,7 @@ def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: s
     for call in calls:
         model = call_model(topo, call)
         plan = plan_traffic(topo, schedule_traffic(call.schedule, call.nbytes, call.elem_size), call, opts, model)
-        pricing = price(plan, model)
+        pricing = price(plan, model, call_chunks(call, model))
         drained = solve.drained(topo, plan, opts.level, bg, steady=pricing.slices > 1)
         alone.append((plan, pricing, drained.scaled(1 / pricing.wire_efficiency)))
     solo = [result(topo, plan, pricing, drained, opts.level) for plan, pricing, drained in alone]

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from fabricsim.engine import solve
-from fabricsim.engine.assemble import result
+from fabricsim.engine.assemble import link_loads, result
 from fabricsim.engine.call import Call, Options
 from fabricsim.engine.flows import empty_flows
-from fabricsim.engine.plan import Plan, call_model, plan_traffic, price
+from fabricsim.engine.plan import Plan, call_chunks, call_model, plan_traffic, price
 from fabricsim.engine.result import Result
 from fabricsim.schedules import traffic as schedule_traffic
 from fabricsim.topology.model import Topology
@@ -40,12 +40,13 @@ def timed(topo: Topology, call: Call, opts: Options) -> Result | None:
     model = call_model(topo, call)
     unit = topo.derive(key, lambda: _unit(topo, call, opts, model))
     k = count // call.pieces
-    pricing = price(unit.plan, model, k)
+    pricing = price(unit.plan, model, call_chunks(call, model))
     drained = unit.drained
     if pricing.slices > 1:
         drained = replace(drained, steady=topo.derive(("unit_steady", *key[1:]), lambda: _steady(topo, unit, opts)))
+    loads = topo.derive(("unit_loads", *key[1:]), lambda: link_loads(topo, unit.plan))  # the same for every size
     plan = replace(unit.plan, nbytes=call.nbytes)
-    return result(topo, plan, pricing, drained.scaled(k / pricing.wire_efficiency), opts.level)
+    return result(topo, plan, pricing, drained.scaled(k / pricing.wire_efficiency), opts.level, loads=loads)
 
 
 def _unit(topo: Topology, call: Call, opts: Options, model) -> Unit:
@@ -56,5 +57,5 @@ def _unit(topo: Topology, call: Call, opts: Options, model) -> Unit:
 
 
 def _steady(topo: Topology, unit: Unit, opts: Options) -> float:
-    """The unit's steady-state drain: all steps' traffic together (needed once a size is cut into slices)."""
+    """The unit's steady-state drain: all steps' traffic together (needed once a size is cut into chunks)."""
     return solve.steady_state(topo, unit.plan, opts.level, empty_flows(), unit.drained.t)

@@ -127,9 +127,10 @@ class Point:
 def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], *, dtype: str = "float",
             redop: str = "sum", root: int = 0, algos: Sequence[str] | None = None, protos: Sequence[str] | None = None,
             level: str = "flow", library: str = "nccl", cost_model: str = "fabricsim",
-            progress: Progress | None = None) -> list[Point]:
+            progress: Progress | None = None, nccl_version=None) -> list[Point]:
     """One nccl-tests row per size (size and count as nccl-tests rounds them) and the pick behind it.
-    `ranks` are the GPU ranks of the communicator (a partial node uses the first few)."""
+    `ranks` are the GPU ranks of the communicator (a partial node uses the first few); `nccl_version` the NCCL
+    release whose rules apply (tuner.nccl_versions; None: the newest modelled)."""
     from fabricsim.tuner import nccl_model
 
     elem = DTYPE_SIZES[dtype]
@@ -137,7 +138,7 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
     n = int(ranks.size)
     algo_list = list(algos) if algos else None
     proto_list = list(protos) if protos else None
-    system = nccl_model.system_from_topology(topo, ranks=ranks) if cost_model == "nccl" else None
+    system = nccl_model.system_from_topology(topo, ranks=ranks, version=nccl_version) if cost_model == "nccl" else None
     r = root if collective in ROOTED else -1
     op = redop if collective in REDUCING else "none"
     out = []
@@ -155,18 +156,18 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
                                      ch.channels, "nccl-model"), ch))
         else:
             out.append(_simulated(topo, ranks, collective, nbytes, count, elem, dtype, op, r, redop, algo_list,
-                                  proto_list, level, library))
+                                  proto_list, level, library, nccl_version))
         if progress is not None:
             progress(i + 1, len(size_list))
     return out
 
 
 def _simulated(topo, ranks, collective, nbytes, count, elem, dtype, op, root, redop, algos, protos, level,
-               library) -> Point:
+               library, nccl_version) -> Point:
     from fabricsim.tuner.select import best
 
     choice = best(topo, collective, nbytes, ranks=ranks, elem_size=elem, algos=algos, protos=protos, level=level,
-                  library=library, root=max(root, 0), redop=redop, dtype=dtype)
+                  library=library, root=max(root, 0), redop=redop, dtype=dtype, nccl_version=nccl_version)
     res = choice.result
     neck = res.bottlenecks[0].name if res.bottlenecks else None
     return Point(PerfRow(nbytes, count, dtype, op, root, res.time, res.algbw, res.busbw, choice.algorithm,
@@ -189,11 +190,12 @@ class ExplainRow:
 
 
 def explain(topo, ranks: np.ndarray, collective: str, points: Sequence[Point],
-            algos: Sequence[str] | None = None, protos: Sequence[str] | None = None) -> list[ExplainRow]:
-    """Per simulated size: NCCL's model's pick beside fabricsim's, and why they differ."""
+            algos: Sequence[str] | None = None, protos: Sequence[str] | None = None,
+            nccl_version=None) -> list[ExplainRow]:
+    """Per simulated size: NCCL's model's pick (of release `nccl_version`) beside fabricsim's, and why they differ."""
     from fabricsim.tuner import nccl_model
 
-    system = nccl_model.system_from_topology(topo, ranks=np.asarray(ranks, dtype=np.int32))
+    system = nccl_model.system_from_topology(topo, ranks=np.asarray(ranks, dtype=np.int32), version=nccl_version)
     out = []
     for p in points:
         if p.pick is None or not hasattr(p.pick, "result"):

@@ -39,22 +39,25 @@ def nvls(collective: str, n: int) -> Schedule:
     return Schedule(collective, "nvls", n, n, (_innet_step(ops),))
 
 
-def nvls_tree(s: Structure, pipeline: int) -> Schedule:
-    """NVLS inside each domain + double binary tree across domains (AllReduce).
-    Local rank i heads part i: ld_reduce of part i to it inside the domain, tree allreduce of
-    part i among the local-i ranks of all domains (half on each tree, pipelined), multicast
-    of part i back to the domain."""
+def nvls_tree(s: Structure, pipeline: int, heads: int = 0) -> Schedule:
+    """NVLS inside each domain + double binary tree across domains (AllReduce), with `heads` head GPUs per domain
+    (NCCL's NVLS graph channels, at most NCCL_MAX_NVLS_ARITY = 32: NCCL v2.30.7 src/include/device.h:213,
+    src/graph/search.cc:1127; 0: every local rank), spread evenly over the domain's local ranks. Head k reduces
+    part k: ld_reduce of part k to it inside the domain, tree allreduce of part k among the heads k of all domains
+    over their NICs (half on each tree, pipelined), multicast of part k back to the domain."""
     ppn, nn = s.ranks_per_node, s.nnodes
-    nch = 2 * ppn  # channel = (part i, tree h)
+    heads = ppn if heads <= 0 else min(heads, ppn)
+    local = np.arange(heads) * ppn // heads  # the local rank of each head
+    nch = 2 * heads  # channel = (part k, tree h)
     trees = dtree_parents(nn)
     depths = [node_depth(t) for t in trees]
     x = np.arange(nn)
     child, parent, depth, chan = [], [], [], []
-    for i in range(ppn):
+    for i in range(heads):
         for h in (0, 1):
             has = trees[h] >= 0
-            child.append(x[has] * ppn + i)
-            parent.append(trees[h][has] * ppn + i)
+            child.append(x[has] * ppn + local[i])
+            parent.append(trees[h][has] * ppn + local[i])
             depth.append(depths[h][has])
             chan.append(np.full(int(has.sum()), 2 * i + h))
     cat = np.concatenate
@@ -66,12 +69,12 @@ def nvls_tree(s: Structure, pipeline: int) -> Schedule:
         for j in range(pipeline):
             c = ch * M + j
             for d in range(nn):
-                head = every[d * ppn + ch // 2:d * ppn + ch // 2 + 1]
+                head = every[d * ppn + local[ch // 2]:d * ppn + local[ch // 2] + 1]
                 gather.append(InNetworkOp("nvls", domain[d], head, c))
                 scatter.append(InNetworkOp("nvls", head, domain[d], c, Op.COPY))
     return Schedule(
         "all_reduce", "nvls_tree", s.nranks, nch * M, (_innet_step(gather), *tsteps, _innet_step(scatter)),
-        channels=nch, meta={"pipeline": pipeline, "ranks_per_node": ppn},
+        channels=nch, meta={"pipeline": pipeline, "ranks_per_node": ppn, "heads": heads},
         chunkmap=ChunkMap(split=(nch, pipeline), piece=forest_pieces(nch, M, pipeline)),
     )
 

@@ -93,6 +93,7 @@ def build_schedule(
     channels: int = 1,
     pipeline: int = 1,
     rings=(),
+    heads: int = 0,
 ) -> Schedule:
     """The schedule of `algorithm` for `collective` over `nranks` ranks (cached by arguments).
     `structure` defaults to one rank per node without in-network reduction; `channels` applies
@@ -100,18 +101,19 @@ def build_schedule(
     algorithms into that many sequential (ring) or pipelined (trees, chains) chunks. `rings`:
     for ring algorithms (broadcast and reduce included), the order of one node's local ranks in
     each channel's ring (channel c uses rings[c % len(rings)]), e.g. the rings NCCL's search finds
-    on a DGX-1 cube-mesh; empty: ascending and descending rings."""
+    on a DGX-1 cube-mesh; empty: ascending and descending rings. `heads`: NVLSTree's head GPUs per domain
+    (NCCL's NVLS graph channels; 0: every local rank)."""
     try:
         rings = tuple(tuple(int(r) for r in order) for order in rings)
     except (TypeError, ValueError):
         raise FabricsimError(f"rings={rings!r} must be a sequence of rank orders (sequences of local ranks), "
                              "one per channel") from None
-    return _build(collective, algorithm, nranks, structure, root, channels, pipeline, rings)
+    return _build(collective, algorithm, nranks, structure, root, channels, pipeline, rings, int(heads))
 
 
 @lru_cache(maxsize=256)
 def _build(collective: str, algorithm: str, nranks: int, structure: Structure | None, root: int, channels: int,
-           pipeline: int, rings: tuple[tuple[int, ...], ...]) -> Schedule:
+           pipeline: int, rings: tuple[tuple[int, ...], ...], heads: int = 0) -> Schedule:
     if nranks < 1:
         raise FabricsimError(f"a collective needs at least one rank, got nranks={nranks}")
     if channels < 1 or pipeline < 1:
@@ -142,7 +144,7 @@ def _build(collective: str, algorithm: str, nranks: int, structure: Structure | 
     if algorithm == "nvls":
         return innet.nvls(collective, nranks)
     if algorithm == "nvls_tree":
-        return innet.nvls_tree(s, pipeline)
+        return innet.nvls_tree(s, pipeline, heads)
     if algorithm == "collnet_direct":
         return innet.collnet_direct(s)
     if algorithm == "collnet_chain":

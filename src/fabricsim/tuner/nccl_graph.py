@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from fabricsim.errors import FabricsimError
-from fabricsim.engine import nccl_constants as K
+from fabricsim.engine import chunking, nccl_constants as K
+from fabricsim.tuner import nccl_versions
 from fabricsim.tuner.nccl_ring_search import mesh_rings
 
 CPU_VENDORS = ("intel", "amd", "arm")
+PATH_ORDER = {name: i for i, name in enumerate(K.PATH_TYPES)}
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class NcclSystem:
     gpu_nics: int = 1
     net_unpack: bool = False
     source: str = ""
+    version: tuple[int, int, int] = nccl_versions.NEWEST  # the NCCL release whose rules apply (tuner.nccl_versions)
 
     def __post_init__(self) -> None:
         if self.n_nodes < 1 or self.ppn < 1 or self.n_ranks != self.n_nodes * self.ppn:
@@ -73,6 +76,14 @@ class NcclSystem:
             raise FabricsimError("NcclSystem: a multi-node communicator needs nics_per_node >= 1 and nic_bw > 0 (GB/s per NIC)")
         if self.pcie_bw <= 0:
             raise FabricsimError("NcclSystem: pcie_bw must be > 0 (x16: Gen3 12, Gen4 24, Gen5 48 GB/s)")
+        if not self.release.supports(self.compcap):
+            raise FabricsimError(f"{self.release.label} does not know GPUs of compute capability {self.compcap / 10:.1f} "
+                                 "(Hopper arrived in NCCL 2.15.5, Blackwell in 2.25.1): give a newer --nccl-version")
+
+    @property
+    def release(self) -> nccl_versions.Release:
+        """The rules of the system's NCCL release."""
+        return nccl_versions.release(self.version)
 
     @property
     def intra_cap(self) -> float:
@@ -290,11 +301,43 @@ def comm_channels(system: NcclSystem, graphs: dict[str, NcclGraph]) -> int:
         n = min(K.MAXCHANNELS, 2 * n)
     if system.net_unpack and system.n_nodes > 1 and n < 16:  # unpack networks (src/graph/connect.cc:485-490)
         n = min(K.MAXCHANNELS, 2 * n)
+    if system.release.get("ring/tree channels raised to nvls channels") and graphs["NVLS"].n_channels:
+        n = max(n, nvls_channels(system))  # connect.cc copyChannels up to comm->nvlsChannels (NCCL 2.22-2.27)
     return max(n, 1)
 
 
 def nvls_channels(system: NcclSystem) -> int:
-    """comm->nvlsChannels (src/transport/nvls.cc)."""
+    """comm->nvlsChannels (src/transport/nvls.cc) of the system's release: Hopper 16, Blackwell by release
+    (tuner.nccl_versions) before the multi-node tuning of `comm_plan`."""
+    rel = system.release
     if system.compcap >= 100:
-        return K.NVLS_NCHANNELS_SM100 if system.n_nodes > 1 else K.NVLS_NCHANNELS_SM100_NVL
-    return K.NVLS_NCHANNELS_SM90
+        one, several = rel.get("nvls channels sm100 (one domain, several)", (K.NVLS_NCHANNELS_SM100_NVL, K.NVLS_NCHANNELS_SM100))
+        return several if system.n_nodes > 1 else one
+    return rel.get("nvls channels sm90", K.NVLS_NCHANNELS_SM90)
+
+
+def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.CommPlan:
+    """What the communicator gives every call (engine.chunking.CommPlan): execution channels (`comm_channels`),
+    NVLS channels and heads (the NVLS graph's channels, src/graph/connect.cc connectNvls), NVLS chunk sizes with
+    Blackwell's multi-node tuning (src/transport/nvls.cc:164-240), CollNetDirect heads, the ring's Simple
+    threads (256 when its bwIntra x channels <= PCI_BW, src/graph/tuning.cc:244-247), the network post overhead
+    of the host's CPU (tuning.cc getNetOverhead) and the point-to-point network chunk (src/init.cc:829-834: twice
+    128 KiB on Grace-Blackwell across nodes)."""
+    rel = system.release
+    nvls, chunk, tree_max = nvls_channels(system), chunking.NVLS_CHUNK, 0
+    if system.compcap >= 100 and system.n_nodes > 1 and rel.get("nvls sm100 multi-node tuning"):
+        tuned = chunking.nvls_tuning(system.n_nodes, system.ppn, system.nic_bw,
+                                     PATH_ORDER[system.inter_type] <= PATH_ORDER["pxb"])
+        if tuned is not None:
+            nvls, chunk, tree_max = tuned
+    ring = graphs["Ring"]
+    return chunking.CommPlan(
+        channels=comm_channels(system, graphs), nvls_channels=nvls,
+        nvls_heads=max(graphs["NVLS"].n_channels, 1),
+        nvls_tree_max_chunk=tree_max or (chunking.nvls_tree_max_chunk(chunk, system.n_nodes)
+                                         if rel.get("nvls_tree 64 KiB chunk from 4 nodes") else chunk),
+        nvls_chunk=chunk, collnet_heads=max(graphs["CollNetDirect"].n_channels, 1),
+        ring_simple_threads=256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS,
+        net_overhead=K.NET_OVERHEAD_US[system.cpu_vendor] * 1e-6,
+        p2p_net_chunk=chunking.P2P_NET_CHUNK * (2 if system.cpu_vendor == "arm" and system.compcap >= 100
+                                                 and system.n_nodes > 1 else 1))

@@ -13,7 +13,9 @@ from functools import lru_cache
 
 from fabricsim.errors import FabricsimError
 from fabricsim.engine import nccl_constants as K
-from fabricsim.tuner.nccl_graph import NcclGraph, NcclSystem, comm_channels, nvls_channels, search_graphs
+from fabricsim.engine import chunking
+from fabricsim.tuner import nccl_versions
+from fabricsim.tuner.nccl_graph import PATH_ORDER, NcclGraph, NcclSystem, comm_channels, comm_plan, search_graphs
 from fabricsim.tuner.nccl_system import system_from_topology
 from fabricsim.vocab import (NCCL_ALGO_NAMES, NCCL_PROTO_NAMES, NCCL_TUNED_ALGOS, REDUCING, parse_algorithms,
                              parse_protocols)
@@ -23,7 +25,7 @@ __all__ = ["NcclSystem", "NcclChoice", "nccl_table", "nccl_predict", "system_fro
 # fabricsim -> NCCL names of algorithms and protocols, and the algorithms the cost model prices per collective
 # (tuning.cc:292-304 skip list, NCCL_ALGO_* order): all in vocab.
 ALGO_NAMES, PROTO_NAMES, COLL_ALGOS = NCCL_ALGO_NAMES, NCCL_PROTO_NAMES, NCCL_TUNED_ALGOS
-_PATH_ORDER = {name: i for i, name in enumerate(K.PATH_TYPES)}
+ALGO_KEYS = {nccl: name for name, nccl in NCCL_ALGO_NAMES.items()}  # NCCL name -> fabricsim name
 
 
 @dataclass(frozen=True)
@@ -54,15 +56,21 @@ def _pat_enabled(s: NcclSystem) -> bool:
     return s.compcap >= 60 and s.n_nodes == s.n_ranks
 
 
-def _ll128_enabled(s: NcclSystem, g: NcclGraph) -> bool:
-    """LL128 default rule (tuning.cc:518-530), all ranks of one GPU type."""
-    limit = "pxn" if s.compcap >= 90 else "pxb"
-    return (_PATH_ORDER[g.type_inter] <= _PATH_ORDER[limit] and _PATH_ORDER[g.type_intra] <= _PATH_ORDER["nvb"]
-            and s.compcap >= 70)
+def ll128_enabled(s: NcclSystem, g: NcclGraph) -> bool:
+    """LL128's default rule of the system's release (tuning.cc; tuner.nccl_versions 'll128 ...' rows), all ranks
+    of one GPU type: the architectures it is on for, NVLink (NVL, or NVB through a peer GPU from 2.18.3) inside
+    nodes, PCIe switches only (PXB; PXN on Hopper and newer from 2.17) to the NIC."""
+    rel = s.release
+    limit = rel.get("ll128 inter path sm90", "pxn") if s.compcap >= 90 else "pxb"
+    return (PATH_ORDER[g.type_inter] <= PATH_ORDER[limit]
+            and PATH_ORDER[g.type_intra] <= PATH_ORDER[rel.get("ll128 intra path", "nvb")] and rel.ll128_arch(s.compcap))
 
 
 def _algo_enabled(s: NcclSystem, algo: str) -> bool:
-    """Per-algorithm disables of tuning.cc:490-500 and updateCollCostTable (enqueue.cc)."""
+    """Per-algorithm disables of tuning.cc:490-500 and updateCollCostTable (enqueue.cc), and the algorithms the
+    system's release has (tuner.nccl_versions)."""
+    if not s.release.has_algorithm(ALGO_KEYS[algo]):
+        return False
     if algo == "NVLSTree" and s.n_nodes == 1:
         return False
     if algo in ("CollNetDirect", "CollNetChain"):
@@ -77,10 +85,11 @@ def _algo_enabled(s: NcclSystem, algo: str) -> bool:
 def _entry(s: NcclSystem, graphs: dict[str, NcclGraph], coll: str, algo: str, p: int) -> tuple[float, float]:
     """(latency us, algorithm bandwidth GB/s) of ncclTopoTuneModel for one (coll, algo, proto)."""
     n, nodes = s.n_ranks, s.n_nodes
+    T = nccl_versions.tuning(s.release)
     cc = K.compcap_index(s.compcap)
     index2 = nodes - 1 if nodes <= 2 else 2
     index1 = cc if nodes == 1 else (1 if s.cpu_vendor == "amd" else 0)
-    ll_max_bw = K.LL_MAX_BW[index1][index2]
+    ll_max_bw = T.ll_max_bw[index1][index2]
     ppn = n / nodes
     nsteps = _nsteps(coll, n)
     g = graphs[algo]
@@ -93,19 +102,19 @@ def _entry(s: NcclSystem, graphs: dict[str, NcclGraph], coll: str, algo: str, p:
         intra = g.bw_intra * K.NVLS_EFFICIENCY[cc] * (g.n_channels - 1) / g.n_channels
         intra *= 2.0 if coll == "all_reduce" else (ppn - 1) / ppn  # AllReduce pipelines two operations
         inter = g.bw_inter * (2 if (nodes <= 2 and algo == "NVLSTree") else 1)
-        cap = K.PER_CH_MAX_NVLS_TREE_BW[cc][index2] if algo == "NVLSTree" else math.inf
+        cap = T.per_ch_nvls_tree[cc][index2] if (algo == "NVLSTree" and T.per_ch_nvls_tree) else math.inf
         bw = min(intra, inter, cap)
     bus = g.n_channels * bw
     if algo == "Ring" and p == 0:
         bus = min(ll_max_bw, bus * 0.5)
     if algo == "Ring" and p == 1:
-        bus = min(bus * 0.92, g.n_channels * K.PER_CH_MAX_RING_LL128_BW[cc][index2])
+        bus = min(bus * 0.92, g.n_channels * T.per_ch_ring_ll128[cc][index2])
     if algo == "Tree" and coll == "all_reduce":
-        bus = min(bus * 0.92, g.n_channels * K.PER_CH_MAX_TREE_BW[cc][index2])
+        bus = min(bus * 0.92, g.n_channels * T.per_ch_tree[cc][index2])
     if algo == "Tree" and p == 0:
         bus = min(bus / 3.8, ll_max_bw)
     if algo == "Tree" and p == 1:
-        bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.n_channels * K.PER_CH_MAX_TREE_LL128_BW[cc][index2])
+        bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.n_channels * T.per_ch_tree_ll128[cc][index2])
     if algo == "PAT":
         bus *= 0.75
     if collnet and p != 2:
@@ -126,22 +135,22 @@ def _entry(s: NcclSystem, graphs: dict[str, NcclGraph], coll: str, algo: str, p:
     if algo == "Ring" or not (coll in ("all_gather", "reduce_scatter")):
         bus *= n / nsteps if algo in ("Ring", "NVLS", "NVLSTree") else 0.5
 
-    lat = K.BASE_LAT[algo][p]
+    lat = T.base_lat[algo][p]
     intra_hw = K.HW_NVLINK if g.type_intra == "nvl" else K.HW_PCI
     hw = intra_hw if nodes == 1 else K.HW_NET
-    intra_lat = K.HW_LAT[intra_hw][algo][p]
-    inter_lat = (K.HW_LAT[K.HW_NET]["Tree"][p] if ppn == 1 else K.HW_LAT[K.HW_NET][algo][p]) + g.latency_inter
+    intra_lat = T.hw_lat[intra_hw][algo][p]
+    inter_lat = (T.hw_lat[K.HW_NET]["Tree"][p] if ppn == 1 else T.hw_lat[K.HW_NET][algo][p]) + g.latency_inter
     if p == 2:
         inter_lat += g.latency_inter  # flush extra latency
     ppn_i = n // nodes
     log_nodes = nodes.bit_length() - 1
     if algo == "Ring":
-        step = K.HW_LAT[hw]["Ring"][p]
+        step = T.hw_lat[hw]["Ring"][p]
         if coll in ("broadcast", "reduce"):
             if g.same_channels:
                 lat += step
             else:
-                lat += nsteps * (K.HW_LAT[hw]["Tree"][p] if p == 2 else step)
+                lat += nsteps * (T.hw_lat[hw]["Tree"][p] if p == 2 else step)
         else:
             overhead = 0.0 if nodes == 1 else K.NET_OVERHEAD_US[s.cpu_vendor] * (3 if p == 2 else 1)
             intra_lat = max(intra_lat, overhead)
@@ -176,7 +185,7 @@ def _table(system: NcclSystem, collective: str, ll128_forced: bool = False) -> t
                 continue
             value = None
             if not (algo == "PAT" and not _pat_enabled(system)) and _algo_enabled(system, algo):
-                if p != 1 or ll128_forced or _ll128_enabled(system, graphs[algo]):
+                if p != 1 or ll128_forced or ll128_enabled(system, graphs[algo]):
                     lat, bw = _entry(system, graphs, collective, algo, p)
                     value = (lat, bw) if bw > 0 else None
             rows.append(((algo, proto), value))
@@ -216,42 +225,10 @@ def _time_us(system: NcclSystem, coll: str, algo: str, proto: str, lat: float, b
     return lat * lat_count + nbytes / (1000.0 * bw)
 
 
-def _exec_channels(system: NcclSystem, algo: str, proto: str, nbytes: int, n_channels: int) -> int:
-    """topoGetAlgoInfo's channel count for one call (enqueue.cc)."""
-    graphs = search_graphs(system)
-    if algo in ("NVLS", "NVLSTree"):
-        nvls = nvls_channels(system)
-        return min(nvls, n_channels) if (system.n_nodes > 1 and algo == "NVLS") else nvls
-    p = K.PROTOS.index(proto)
-    threshold = (K.LL_THREAD_THRESHOLD, K.LL128_THREAD_THRESHOLD, K.SIMPLE_THREAD_THRESHOLD)[p]
-    if algo == "Ring" and p == 0:
-        threshold *= system.n_ranks
-    ring = graphs["Ring"]
-    simple_threads = 256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS
-    nt = {0: K.LL_MAX_NTHREADS, 1: K.LL128_MAX_NTHREADS, 2: simple_threads if algo == "Ring" else K.SIMPLE_MAX_NTHREADS}[p]
-    nc = n_channels
-    if algo == "CollNetDirect":
-        heads = max(graphs["CollNetDirect"].n_channels, 1)
-        threshold = K.COLLNET_THREAD_THRESHOLD
-        switch = 16
-        flag = True
-        while switch >= 1 and flag:
-            while True:
-                flag = nbytes < nc * nt * heads * threshold
-                if not (flag and nc > switch):
-                    break
-                if nc == switch + switch // 2:
-                    threshold //= 2
-                nc -= 1
-            switch //= 2
-        return nc
-    if algo == "CollNetChain":
-        threshold = K.COLLNET_THREAD_THRESHOLD
-    if algo == "PAT":
-        return nc  # maxThreads[PAT] is not set by ncclTopoTuneModel, so no channel reduction applies
-    while nbytes < nc * nt * threshold and nc >= 2:
-        nc -= 1
-    return nc
+def _exec_channels(system: NcclSystem, algo: str, proto: str, nbytes: int) -> int:
+    """topoGetAlgoInfo's channel count for one call (src/enqueue.cc; engine.chunking.exec_channels)."""
+    comm = comm_plan(system, search_graphs(system))
+    return chunking.exec_channels(comm, algo, proto.lower(), nbytes, system.n_ranks, system.n_nodes)
 
 
 # NVLS reduces in the NVSwitch only Sum / Min / Max on 32- and 64-bit integers, half and bfloat16, and Sum on float
@@ -298,5 +275,5 @@ def nccl_predict(system: NcclSystem, collective: str, nbytes: int, algo=None, pr
     time_s = t_us * 1e-6
     algbw = nbytes / time_s
     busbw = algbw * _nsteps(coll, system.n_ranks) / system.n_ranks  # nccl-tests bus factor
-    channels = _exec_channels(system, a, p, nbytes, n_channels)
+    channels = _exec_channels(system, a, p, nbytes)
     return NcclChoice(a, p, time_s, algbw, busbw, channels, table)

@@ -19,6 +19,7 @@ from fabricsim import hardware
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import DeviceKind, Topology
 from fabricsim.engine import nccl_constants as K
+from fabricsim.tuner import nccl_versions
 from fabricsim.tuner.nccl_graph import NcclSystem
 
 # PCIe x16 GB/s as NCCL computes it: 16 lanes x code / 80, code 60/120/240/480 for 8/16/32/64 GT/s (topo.cc).
@@ -87,8 +88,9 @@ def _nvlink_mesh(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ..
     return tuple(tuple(int(x) for x in row) for row in mesh)
 
 
-def system_from_topology(topo: Topology, ranks: np.ndarray | None = None) -> NcclSystem:
-    """The NcclSystem of a communicator over `ranks` (default: every GPU) of `topo`.
+def system_from_topology(topo: Topology, ranks: np.ndarray | None = None, version=None) -> NcclSystem:
+    """The NcclSystem of a communicator over `ranks` (default: every GPU) of `topo`, for NCCL `version`
+    (tuner.nccl_versions.parse_version; None: the newest release modelled).
 
     NCCL's nNodes counts network-separated groups, so one NVLink domain (an NVL72 rack) is one node."""
     ranks = np.arange(topo.n_gpus) if ranks is None else np.asarray(ranks)
@@ -153,5 +155,5 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None) -> Ncc
         inter_type="pxb" if features.get("gpudirect", True) else "phb",
         nvlink_peer_bw=peer, nvlink_mesh=_nvlink_mesh(topo, ranks) if peer is not None else (),
         latency_inter_us=plugin_latency * 1e6, gpu_nics=gpu_nics, net_unpack=transport.unpack,
-        source=f"topology {topo.name}",
+        source=f"topology {topo.name}", version=nccl_versions.release(version).version,
     )

@@ -21,7 +21,7 @@ from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
 from fabricsim.engine import nccl_constants as K
-from fabricsim.tuner import nccl_graph, nccl_model
+from fabricsim.tuner import nccl_graph, nccl_model, nccl_versions
 from fabricsim.vocab import (ALGORITHMS, NCCL_ALGORITHMS_BY_COLLECTIVE, P2P_COLLECTIVES, PROTOCOLS, Selection,
                              parse_algorithms, parse_protocols)
 
@@ -48,10 +48,14 @@ class Choice:
 
 
 def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str = "nccl",
-               structure: schedules.Structure | None = None) -> list[tuple[str, str]]:
+               structure: schedules.Structure | None = None, nccl_version=None,
+               ll128_rule: bool = True) -> list[tuple[str, str]]:
     """Every (algorithm, protocol) that applies to `collective` on these ranks of `topo` (`structure`: theirs,
-    when the caller has it)."""
+    when the caller has it) under NCCL `nccl_version` (tuner.nccl_versions; None: the newest modelled): the
+    NCCL algorithms that release has, and LL128 only where its default rule turns it on (`ll128_rule`; setting
+    NCCL_PROTO turns it on outright, tuning.cc)."""
     structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
+    rel = nccl_versions.release(nccl_version)
     applicable = schedules.applicable(collective, structure)
     if library == "nccl":
         algos = [a for a in NCCL_ALGOS[collective] if a in applicable]
@@ -65,7 +69,12 @@ def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str 
         algos = list(applicable)
     else:
         raise FabricsimError(f"unknown library '{library}': use 'nccl' (what NCCL runs) or 'all' (every fabricsim schedule)")
-    return [(a, p) for a in algos for p in ALGORITHMS[a].protocols]
+    pairs = [(a, p) for a in algos if rel.has_algorithm(a) for p in ALGORITHMS[a].protocols]
+    if ll128_rule and any(p == "ll128" for _, p in pairs):
+        system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes(), nccl_version)
+        graphs = nccl_graph.search_graphs(system)
+        pairs = [(a, p) for a, p in pairs if p != "ll128" or nccl_model.ll128_enabled(system, graphs[ALGORITHMS[a].graph])]
+    return pairs
 
 
 def _filter(pairs: list[tuple[str, str]], algos: Selection | None, protos: Selection | None,
@@ -97,19 +106,25 @@ def _filter(pairs: list[tuple[str, str]], algos: Selection | None, protos: Selec
 def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | None = None, elem_size: int = 4,
          algos: str | list[str] | Selection | None = None, protos: str | list[str] | Selection | None = None,
          level: str = "flow",
-         library: str = "nccl", root: int = 0, nccl_version: tuple[int, int] | None = None,
+         library: str = "nccl", root: int = 0, nccl_version=None,
          redop: str = "sum", dtype: str = "float") -> Choice:
     """Time every candidate with the engine and return the fastest (ties: candidate order).
 
-    `nccl_version` (major, minor) selects version-dependent NCCL rules (point-to-point channels per
-    network peer); None: the NCCL release fabricsim's constants follow (NCCL_VERSION). `redop` / `dtype`
-    (nccl-tests names) rule out NVLS where the NVSwitch cannot reduce them (nccl_model.nvls_reduces)."""
+    `nccl_version` ('2.18.5', (2, 18), ...: tuner.nccl_versions.parse_version) selects the NCCL release whose
+    rules apply (its algorithms, LL128 rule, channel counts, chunk sizes, point-to-point channels per network
+    peer); None: the newest release modelled (nccl_versions.NEWEST). `redop` / `dtype` (nccl-tests names) rule
+    out NVLS where the NVSwitch cannot reduce them (nccl_model.nvls_reduces)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
     algos, protos = parse_algorithms(algos, collective), parse_protocols(protos, collective)
     structure = schedules.structure_from_topology(topo, ranks)
     # A forced list may name any fabricsim schedule; an exclusion ('^nvls') narrows the library's own candidates.
     forced = algos is not None and not algos.exclude
-    pairs = candidates(topo, collective, ranks, "all" if forced else library, structure)
+    pairs = candidates(topo, collective, ranks, "all" if forced else library, structure, nccl_version,
+                       ll128_rule=protos is None)
+    rel = nccl_versions.release(nccl_version)
+    if forced and not any(rel.has_algorithm(a) for a in algos.names):
+        raise FabricsimError(f"{rel.label} has no {', '.join(algos.names)}: give a newer --nccl-version "
+                             "(tuner.nccl_versions lists when each algorithm arrived)")
     if not nccl_model.nvls_reduces(collective, redop, dtype):
         pairs = [p for p in pairs if p[0] not in ("nvls", "nvls_tree")]
         if not pairs or (forced and not any(algos.keeps(p[0]) for p in pairs)):
@@ -128,7 +143,7 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
                                    nccl_version=nccl_version, structure=structure)
         job = replace(jobs[algo], protocol=proto)
         res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=job.ranks,
-                       channels=job.channels, net_peer_bw=job.net_peer_bw)
+                       channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
         timed.append((res.time, algo, proto, res, job))
     timed.sort(key=lambda t: t[0])
     t, algo, proto, res, job = timed[0]
@@ -136,25 +151,27 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
 
 
 def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, *,
-              elem_size: int = 4, root: int = 0, nccl_version: tuple[int, int] | None = None,
+              elem_size: int = 4, root: int = 0, nccl_version=None,
               structure: schedules.Structure | None = None) -> Job:
     """The engine job for one call: the schedule, NCCL's channels for it and the network p2p cap (`structure`:
     the ranks' own, when the caller has it)."""
     ranks = np.asarray(ranks, dtype=np.int32)
     structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
-    sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure)
+    sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure, nccl_version)
     rings = node_rings(topo, ranks) if algo == "ring" else ()
+    system = _nccl_system(topo, ranks.tobytes(), nccl_version)
+    comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
+    heads = comm.nvls_heads if algo == "nvls_tree" else 0  # NCCL's NVLS heads (<= 32 per domain)
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
-                                        channels=sched_channels, rings=rings)
+                                        channels=sched_channels, rings=rings, heads=heads)
     channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
     net_peer_bw = None
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
-        system = _nccl_system(topo, ranks.tobytes())
-        net_peer_bw = p2p_channels_per_net_peer(system, nccl_version) * P2P_PER_CHANNEL_NET_BW
-    return Job(schedule, nbytes, ranks, elem_size, proto, channels, net_peer_bw)
+        net_peer_bw = p2p_channels_per_net_peer(system) * P2P_PER_CHANNEL_NET_BW
+    return Job(schedule, nbytes, ranks, elem_size, proto, channels, net_peer_bw, comm)
 
 
-NCCL_VERSION = (2, 30)  # the release fabricsim's NCCL constants are read from (v2.30.7)
+NCCL_VERSION = nccl_versions.NEWEST[:2]  # the release fabricsim's NCCL constants are read from (v2.30.7)
 # NCCL_P2P_PER_CHANNEL_NET_BW default, GB/s -> B/s: what one p2p channel moves over the network. NCCL sizes
 # its network p2p channels by it (src/graph/paths.cc ncclTopoGetNchannels, v2.29.2 .. v2.30.7).
 P2P_PER_CHANNEL_NET_BW = 14e9
@@ -165,7 +182,7 @@ def _pow2_up(x: int) -> int:
     return 1 << max(int(x) - 1, 0).bit_length()
 
 
-def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version: tuple[int, int] | None = None) -> int:
+def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version=None) -> int:
     """comm->p2pnChannelsPerPeer on a multi-node communicator: the channels one send or receive to a
     network peer is striped over (enqueue.cc addP2pToPlan uses all of them for large messages).
 
@@ -176,8 +193,9 @@ def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version: tuple[int,
     paths.cc:943-951), then, with several nodes, the
     count halves while channels x ceil(nRanks / 8) exceed p2pnChannels (every peer fits one round).
     v2.20-2.28: a network peer starts at 2 channels, halving while 2 x nRanks > 4 x comm channels.
-    Before v2.20: NCCL_NCHANNELS_PER_NET_PEER, default 2."""
-    version = NCCL_VERSION if version is None else version
+    Before v2.20: NCCL_NCHANNELS_PER_NET_PEER, default 2 (tuner.nccl_versions 'p2p channels per net peer').
+    `version`: the release whose rule applies (default: the system's)."""
+    rule = (system.release if version is None else nccl_versions.release(version)).get("p2p channels per net peer")
     graphs = nccl_graph.search_graphs(system)
     comm = nccl_graph.comm_channels(system, graphs)
     p2p = _pow2_up(min(comm, K.MAXCHANNELS))
@@ -186,7 +204,7 @@ def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version: tuple[int,
         local = 2 * max(1, int(links))
     else:
         local = K.MAXCHANNELS
-    if version >= (2, 29):
+    if rule == "nic bandwidth":
         count, total = 0, 0.0
         while count < system.gpu_nics and (count == 0 or total < system.pcie_bw):
             total += system.net_cap
@@ -197,7 +215,7 @@ def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version: tuple[int,
             per_peer //= 2
         return per_peer
     remote = 2
-    while version >= (2, 20) and remote * system.n_ranks > comm * 4 and remote > 1:
+    while rule == "halving" and remote * system.n_ranks > comm * 4 and remote > 1:
         remote //= 2
     return min(_pow2_up(min(local, remote)), p2p)
 
@@ -288,7 +306,7 @@ def _balanced(options: list[list[tuple[int, int]]], rails: int, limit: int) -> l
 
 
 def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
-                 structure: schedules.Structure) -> tuple[int, int]:
+                 structure: schedules.Structure, nccl_version=None) -> tuple[int, int]:
     """(channels the schedule is built with, channels the engine runs).
 
     The engine runs the channels of NCCL's own graph search for this algorithm (src/graph/search.cc ncclTopoCompute),
@@ -298,7 +316,7 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     direct NVLink mesh a ring is built with one channel per ring of `node_rings`, in NCCL's proportions
     (a DGX-1 V100: two channels on each doubled-link ring, one on each single-link ring).
     """
-    system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes())
+    system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes(), nccl_version)
     graphs = nccl_graph.search_graphs(system)
     graph = ALGORITHMS[algo].graph if algo in ALGORITHMS else "Ring"  # NCCL's graph for it; others run on Ring's
     channels = graphs[graph].n_channels or graphs["Ring"].n_channels
@@ -314,7 +332,10 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     return sched, channels + (-channels) % sched
 
 
-def _nccl_system(topo: Topology, ranks_key: bytes) -> nccl_model.NcclSystem:
-    """NCCL's view of these ranks (kept in the topology's derived store: the tuner asks once per candidate and size)."""
-    return topo.derive(("nccl_system", ranks_key),
-                       lambda: nccl_model.system_from_topology(topo, ranks=np.frombuffer(ranks_key, dtype=np.int32)))
+def _nccl_system(topo: Topology, ranks_key: bytes, version=None) -> nccl_model.NcclSystem:
+    """NCCL's view of these ranks under NCCL `version` (default: the newest modelled), kept in the topology's
+    derived store: the tuner asks once per candidate and size."""
+    v = nccl_versions.release(version).version
+    return topo.derive(("nccl_system", ranks_key, v),
+                       lambda: nccl_model.system_from_topology(topo, ranks=np.frombuffer(ranks_key, dtype=np.int32),
+                                                               version=v))

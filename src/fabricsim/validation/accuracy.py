@@ -81,7 +81,7 @@ def _nccl(case: Case, topo, ranks) -> tuple[float | None, str | None]:
     if case.collective not in NCCL_COLLECTIVES:
         return None, None
     try:
-        system = nccl_model.system_from_topology(topo, ranks=ranks)
+        system = nccl_model.system_from_topology(topo, ranks=ranks, version=case.nccl_version)
         algos = [a for a in (case.algos or NCCL_ALGOS[case.collective]) if a not in case.exclude]
         best_bus, best_time, algo = -1.0, None, None
         for size in _sizes(case):

@@ -48,7 +48,7 @@ class Case:
     metric: str  # 'busbw' (GB/s) or 'time' (us)
     measured: float
     trust: str
-    nccl_version: tuple[int, int] | None = None  # (major, minor) of the NCCL the row ran, where stated
+    nccl_version: tuple[int, ...] | None = None  # (major, minor[, patch]) of the NCCL the row ran, where stated
 
 
 @dataclass(frozen=True)
@@ -277,10 +277,10 @@ def case_for(row: dict) -> Case | Skip:
                 row.get("trust", "high"), _nccl_version(field(row, "nccl_version", "text", "")))
 
 
-def _nccl_version(text: str) -> tuple[int, int] | None:
-    """'2.29.2' -> (2, 29); None where the row does not say."""
-    m = re.match(r"\s*(\d+)\.(\d+)", text)
-    return (int(m.group(1)), int(m.group(2))) if m else None
+def _nccl_version(text: str) -> tuple[int, ...] | None:
+    """'2.29.2' -> (2, 29, 2), '2.29' -> (2, 29); None where the row does not say."""
+    m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", text)
+    return tuple(int(g) for g in m.groups() if g is not None) if m else None
 
 
 def _spec_for(gpu: str, row: dict) -> tuple[ClusterSpec | None, str]:

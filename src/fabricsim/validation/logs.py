@@ -22,7 +22,7 @@ import numpy as np
 
 from fabricsim import hardware
 from fabricsim.calibration_data import default_path
-from fabricsim.engine.protocols import SIMPLE_BUFFSIZE
+from fabricsim.engine.chunking import SIMPLE_BUFFSIZE
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.compare import CompareRow, comparable, compare_rows
 from fabricsim.reports.nccltests_log import ParsedLog, ParsedRow, parse_nccl_tests
@@ -68,7 +68,7 @@ class LogCase:
     trust: str
     spec: ClusterSpec  # the cluster file with the environment's changes applied
     ranks: tuple[int, ...]
-    nccl_version: tuple[int, int] | None
+    nccl_version: tuple[int, ...] | None  # (major, minor[, patch]) the log ran
     algos: tuple[str, ...] | None  # NCCL_ALGO, in fabricsim names
     protos: tuple[str, ...] | None  # NCCL_PROTO
     env: tuple[EnvEffect, ...]
@@ -179,7 +179,7 @@ ENV: dict[str, Callable[[_Setup, str, str], EnvEffect]] = {
     "NCCL_ALGO": _algo,
     "NCCL_PROTO": _proto,
     "NCCL_BUFFSIZE": _default_is(str(SIMPLE_BUFFSIZE), f"the engine's Simple buffer is NCCL's default {SIMPLE_BUFFSIZE} B "
-                                                       "(engine.protocols.SIMPLE_BUFFSIZE)"),
+                                                       "(engine.chunking.SIMPLE_BUFFSIZE)"),
     "NCCL_P2P_NET_CHUNKSIZE": _p2p_chunksize,
     "NCCL_TUNER_PLUGIN": _tuner_plugin,
     "NCCL_DEBUG": _fixed("no effect", "logging only"),
@@ -227,9 +227,10 @@ def spec_gaps(text: str) -> tuple[str, ...]:
     return tuple(gaps)
 
 
-def _version(text: str | None) -> tuple[int, int] | None:
-    m = re.match(r"\s*(\d+)\.(\d+)", text or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
+def _version(text: str | None) -> tuple[int, ...] | None:
+    """'2.26.2 (nccl-library=22602)' -> (2, 26, 2); None where nothing says."""
+    m = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    return tuple(int(g) for g in m.groups() if g is not None) if m else None
 
 
 def _gpu_name(text: str) -> str:
@@ -378,7 +379,7 @@ def _signed(x: float) -> str:
     return f"{x:>+7.1f}%" if math.isfinite(x) else f"{'-':>8}"
 
 
-def _nccl(v: tuple[int, int] | None) -> str:
+def _nccl(v: tuple[int, ...] | None) -> str:
     return f"{v[0]}.{v[1]}" if v else "-"
 
 

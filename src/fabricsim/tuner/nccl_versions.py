@@ -1,0 +1,268 @@
+"""What changes with the NCCL release: one table of rules, each with the source it was read from.
+
+A log's figures depend on the NCCL that ran it. Every row of `RULES` says what a range of releases does
+(first and last release it holds in, from NVIDIA/nccl's tags: the source files at those tags and the release
+commits' notes), and `release(version)` resolves them for one release into a `Release` the tuner reads: which
+algorithms exist, where LL128 is on by default, how many channels Ring/Tree and NVLS calls get, NVLS chunk
+rules, point-to-point channels per network peer, and the tuning constants NCCL's own cost model (tuner.nccl_model)
+uses in that release (2.30.7's formulas with that release's constants: an approximation where a release's formulas
+differ, said beside the rows concerned). The engine's physical costs (per-step latencies, per-channel caps) stay those of the newest
+release modelled (engine.protocols): a release changes what NCCL runs, not the hardware.
+
+Versions are (major, minor, patch); a version given without its patch (2.18) is read as the last patch of that
+minor release that this table knows of (`Release.version` says which). Releases newer than NEWEST are
+modelled as NEWEST.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from fabricsim.errors import FabricsimError
+
+Version = tuple[int, int, int]
+NEWEST: Version = (2, 30, 7)  # the release fabricsim's NCCL source reading follows (engine.nccl_constants)
+OLDEST: Version = (2, 4, 2)  # Tree (the double binary tree) arrived in 2.4.2: the oldest release modelled
+# The last patch of each minor release, from NVIDIA/nccl's tags (v2.4.8-1 .. v2.30.7-1).
+LAST_PATCH = {4: 8, 5: 7, 6: 4, 7: 8, 8: 4, 9: 9, 10: 3, 11: 4, 12: 12, 13: 4, 14: 3, 15: 5, 16: 5, 17: 1, 18: 6,
+              19: 4, 20: 5, 21: 5, 22: 3, 23: 4, 24: 3, 25: 1, 26: 6, 27: 7, 28: 9, 29: 7, 30: 7}
+
+_SRC = "NVIDIA/nccl "
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What releases `since` .. `until` (inclusive; None: to NEWEST) do for one setting."""
+
+    setting: str
+    since: Version
+    until: Version | None
+    value: object
+    source: str
+
+    def holds(self, v: Version) -> bool:
+        return self.since <= v and (self.until is None or v <= self.until)
+
+
+_TUNE = "src/graph/tuning.cc"
+# Tuning constants: (table, row, column) -> value, overriding NCCL 2.30.7's (engine.nccl_constants) in the releases
+# named. Rows/columns as nccl_constants indexes them: algorithm / protocol names, compute-capability rows.
+RULES: tuple[Rule, ...] = (
+    # -- algorithms ------------------------------------------------------------------------------------------------
+    Rule("algorithm tree", (2, 4, 2), None, True, _SRC + "v2.4.2-1 release (double binary trees); nccl-tests#196"),
+    Rule("algorithm collnet_direct", (2, 6, 4), None, True, _SRC + "v2.6.4-1 src/graph/tuning.cc:55 ncclAlgoStr 'CollNet'"),
+    Rule("algorithm collnet_chain", (2, 14, 3), None, True, _SRC + "v2.14.3-1 src/graph/tuning.cc:66 CollNetChain row"),
+    Rule("algorithm nvls", (2, 17, 1), None, True, _SRC + "v2.17.1-1 src/graph/tuning.cc:67 NVLS row; release 5d3ab08b"),
+    Rule("algorithm nvls_tree", (2, 18, 1), None, True, _SRC + "v2.18.1-1 src/graph/tuning.cc:122 NVLS_TREE; release d97a32fa"),
+    Rule("algorithm pat", (2, 23, 4), None, True, _SRC + "v2.23.4-1 src/graph/tuning.cc:109 ncclPatEnable; release 68b54236"),
+    # -- GPU generations NCCL knows ---------------------------------------------------------------------------------
+    Rule("oldest compute capability 9.0", (2, 15, 5), None, True, _SRC + "v2.15.5-1 src/graph/tuning.cc:237 'case 90'"),
+    Rule("oldest compute capability 10.0", (2, 25, 1), None, True,
+         _SRC + "v2.25.1-1 src/graph/tuning.cc:148 BLACKWELL_COMPCAP_IDX; release 80f6bda4"),
+    # -- LL128 on by default ------------------------------------------------------------------------------------------
+    Rule("ll128 archs", (2, 5, 6), (2, 7, 8), (70,), _SRC + "v2.5.6-1 src/graph/tuning.cc:154 (Volta + NVLink only)"),
+    Rule("ll128 archs", (2, 8, 3), (2, 15, 1), (70, 80), _SRC + "v2.8.3-1 src/graph/tuning.cc:195"),
+    Rule("ll128 archs", (2, 15, 5), (2, 24, 3), (70, 80, 90), _SRC + "v2.15.5-1 src/graph/tuning.cc:235-237"),
+    Rule("ll128 archs", (2, 25, 1), (2, 26, 6), (70, 80, 90, 100, 120), _SRC + "v2.25.1-1 src/graph/tuning.cc:432-436"),
+    Rule("ll128 archs", (2, 27, 3), None, "sm70+", _SRC + "v2.27.3-1 src/graph/tuning.cc:463 (any compute capability >= 7.0)"),
+    Rule("ll128 intra path", (2, 5, 6), (2, 18, 1), "nvl", _SRC + "v2.18.1-1 src/graph/tuning.cc:276 typeIntra <= PATH_NVL"),
+    Rule("ll128 intra path", (2, 18, 3), None, "nvb", _SRC + "v2.18.3-1 src/graph/tuning.cc:286 typeIntra <= PATH_NVB"),
+    Rule("ll128 inter path sm90", (2, 5, 6), (2, 16, 5), "pxb", _SRC + "v2.16.5-1 src/graph/tuning.cc:231 typeInter <= PATH_PXB"),
+    Rule("ll128 inter path sm90", (2, 17, 1), None, "pxn", _SRC + "v2.17.1-1 src/graph/tuning.cc:247 PXN allowed on sm90+"),
+    # -- channels ------------------------------------------------------------------------------------------------------
+    # 2.20-2.21 raised comm->nChannels to nvlsChannels but Ring/Tree kept comm->collChannels (v2.21.5 enqueue.cc:1568);
+    # 2.22.3 made Ring/Tree use comm->nChannels; 2.28.3 dropped the raise ("Decreased max CTA count from 32 to 16 on
+    # Blackwell", release f1308997): Blackwell across nodes goes from 32 Ring/Tree channels back to 16.
+    Rule("ring/tree channels raised to nvls channels", (2, 22, 3), (2, 27, 7), True,
+         _SRC + "v2.22.3-1 src/graph/connect.cc:493-494 and src/enqueue.cc:1617; gone in v2.28.3-1 (release f1308997)"),
+    Rule("nvls channels sm90", (2, 17, 1), None, 16, _SRC + "v2.17.1-1 src/transport/nvls.cc:227 NVLS_NCHANNELS 16"),
+    Rule("nvls channels sm100 (one domain, several)", (2, 25, 1), (2, 26, 6), (32, 32),
+         _SRC + "v2.25.1-1 src/transport/nvls.cc:145 NVLS_NCHANNELS_SM100 32"),
+    Rule("nvls channels sm100 (one domain, several)", (2, 27, 3), None, (24, 32),
+         _SRC + "v2.27.3-1 src/transport/nvls.cc:149,193 NVLS_NCHANNELS_SM100_NVL 24 on one domain"),
+    Rule("nvls sm100 multi-node tuning", (2, 30, 3), None, True,
+         _SRC + "v2.30.3-1 src/transport/nvls.cc:158-211 ncclNvlsTreeSm100Tuning (channels and chunks by NIC speed)"),
+    Rule("nvls_tree 64 KiB chunk from 4 nodes", (2, 19, 3), None, True,
+         _SRC + "v2.19.3-1 src/enqueue.cc:1372; v2.20.3-1 src/enqueue.cc:1716 (NCCL_NVLSTREE_MAX_CHUNKSIZE)"),
+    Rule("p2p channels per net peer", (2, 4, 2), (2, 19, 4), "2", _SRC + "v2.19.4-1 src/graph/paths.cc:669 NCCL_NCHANNELS_PER_NET_PEER 2"),
+    Rule("p2p channels per net peer", (2, 20, 3), (2, 28, 9), "halving",
+         _SRC + "v2.20.3-1 src/graph/paths.cc:687-714 (2, halved while 2 x nRanks > 4 x channels)"),
+    Rule("p2p channels per net peer", (2, 29, 2), None, "nic bandwidth",
+         _SRC + "v2.29.2-1 src/graph/paths.cc:823-852 NCCL_P2P_PER_CHANNEL_NET_BW 14 GB/s"),
+    # -- kernels a default nccl-tests run does not use (reported, not applied) ----------------------------------------
+    Rule("symmetric kernels (registered windows only)", (2, 27, 3), None, True,
+         _SRC + "v2.27.3-1 src/enqueue.cc:342-371 (one node, buffers registered as symmetric windows: nccl-tests -R 2)"),
+    Rule("copy-engine collectives (opt-in)", (2, 28, 3), None, True,
+         _SRC + "v2.28.3-1 release f1308997 (symmetric windows + NCCL_CTA_POLICY_ZERO)"),
+    # -- NCCL's cost model constants (tuning.cc) differing from 2.30.7's ------------------------------------------------
+    Rule("hwLat NVLINK Tree Simple", (2, 4, 2), (2, 18, 1), 28.0, _SRC + "v2.18.1-1 " + _TUNE + ":69"),
+    Rule("hwLat NVLINK Tree Simple", (2, 19, 1), (2, 22, 3), 28.0, _SRC + "v2.19.1-1 " + _TUNE + ":67"),
+    Rule("hwLat PCI Tree Simple", (2, 4, 2), (2, 18, 1), 28.0, _SRC + "v2.18.1-1 " + _TUNE + ":73"),
+    Rule("hwLat PCI Tree Simple", (2, 18, 3), (2, 18, 6), 6.0, _SRC + "v2.18.5-1 " + _TUNE + ":71"),
+    Rule("hwLat PCI Tree Simple", (2, 19, 1), (2, 22, 3), 28.0, _SRC + "v2.19.1-1 " + _TUNE + ":71"),
+    Rule("hwLat NET Tree Simple", (2, 4, 2), (2, 18, 1), 28.0, _SRC + "v2.18.1-1 " + _TUNE + ":77"),
+    Rule("hwLat NET Tree Simple", (2, 19, 1), (2, 22, 3), 28.0, _SRC + "v2.19.1-1 " + _TUNE + ":75"),
+    Rule("baseLat Tree Simple", (2, 4, 2), (2, 22, 3), 0.0, _SRC + "v2.22.3-1 " + _TUNE + ":57 (8.4 from v2.23.4-1)"),
+    # NVLS and NVLSTree latencies: 2.17-2.18 priced them as baseLat (NVLS 40, then 23; NVLSTree 23 + 2(nNodes-1) x
+    # hwLat[NET]), 2.19 moved them to hwLat; in 2.30.7's formulas (latency = intraLat, NVLSTree + 2 log2(nNodes) x
+    # interLat) they are the NVLink row's values below (the same figure on one node and on two).
+    Rule("hwLat NVLINK NVLS Simple", (2, 17, 1), (2, 17, 1), 40.0, _SRC + "v2.17.1-1 " + _TUNE + ":57 baseLat NVLS"),
+    Rule("hwLat NVLINK NVLS Simple", (2, 18, 1), (2, 18, 6), 23.0, _SRC + "v2.18.5-1 " + _TUNE + ":59 baseLat NVLS"),
+    Rule("hwLat NVLINK NVLS Simple", (2, 19, 1), (2, 20, 5), 23.0, _SRC + "v2.20.5-1 " + _TUNE + ":69"),
+    Rule("hwLat NVLINK NVLSTree Simple", (2, 18, 1), (2, 18, 6), 23.0, _SRC + "v2.18.5-1 " + _TUNE + ":59 baseLat NVLSTree"),
+    Rule("hwLat NVLINK NVLSTree Simple", (2, 19, 1), (2, 20, 5), 23.0, _SRC + "v2.20.5-1 " + _TUNE + ":69"),
+    Rule("hwLat NET NVLSTree Simple", (2, 18, 1), (2, 18, 6), 19.0, _SRC + "v2.18.5-1 " + _TUNE + ":77"),
+    Rule("hwLat NET NVLSTree Simple", (2, 19, 1), (2, 28, 3), 14.0, _SRC + "v2.28.3-1 " + _TUNE + ":165 (20.9 from v2.28.7-1)"),
+    Rule("hwLat NVLINK CollNetDirect Simple", (2, 18, 1), (2, 18, 6), 8.0, _SRC + "v2.18.5-1 " + _TUNE + ":68"),
+    Rule("hwLat NVLINK CollNetChain Simple", (2, 18, 1), (2, 18, 6), 4.75, _SRC + "v2.18.5-1 " + _TUNE + ":68"),
+    Rule("hwLat NET CollNetDirect Simple", (2, 18, 1), (2, 18, 6), 10.7, _SRC + "v2.18.5-1 " + _TUNE + ":76"),
+    Rule("hwLat NET CollNetChain Simple", (2, 18, 1), (2, 18, 6), 14.0, _SRC + "v2.18.5-1 " + _TUNE + ":76"),
+    Rule("llMaxBw Hopper", (2, 15, 5), (2, 20, 5), (87.7, 22.5, 19.0), _SRC + "v2.20.5-1 " + _TUNE + ":89 (Ampere's row)"),
+    Rule("perChMaxTreeBw Hopper", (2, 15, 5), (2, 16, 5), (24.0, 23.6, 17.8), _SRC + "v2.16.5-1 " + _TUNE + ":91 (Ampere's row)"),
+    Rule("perChMaxTreeBw Hopper", (2, 17, 1), (2, 18, 1), (38.7, 41.4, 33.0), _SRC + "v2.18.1-1 " + _TUNE + ":98"),
+    Rule("perChMaxRingLL128Bw Blackwell", (2, 25, 1), (2, 28, 3), (73.4, 73.4, 73.4), _SRC + "v2.28.3-1 " + _TUNE + ":179"),
+    Rule("perChMaxRingLL128Bw Blackwell", (2, 28, 7), (2, 29, 7), (73.4, 34.6, 73.4), _SRC + "v2.28.9-1 " + _TUNE + ":179"),
+    Rule("perChMaxTreeLL128Bw Blackwell", (2, 25, 1), (2, 27, 7), (73.4, 73.4, 58.0), _SRC + "v2.27.7-1 " + _TUNE + ":182"),
+    Rule("perChMaxTreeBw Blackwell", (2, 25, 1), (2, 27, 7), (77.4, 82.8, 72.0), _SRC + "v2.27.7-1 " + _TUNE + ":188"),
+    Rule("perChMaxNVLSTreeBw", (2, 18, 1), (2, 27, 7), None, _SRC + "v2.28.3-1 " + _TUNE + ":193 (the table arrived in 2.28.3)"),
+    Rule("perChMaxNVLSTreeBw Blackwell", (2, 28, 3), (2, 28, 3), (0.0, 96.0, 43.1), _SRC + "v2.28.3-1 " + _TUNE + ":197"),
+    Rule("perChMaxNVLSTreeBw Blackwell", (2, 28, 7), (2, 29, 7), (0.0, 96.0, 43.8), _SRC + "v2.29.7-1 " + _TUNE + ":198"),
+)
+
+
+def parse_version(text) -> Version:
+    """'2.18.5', '2.18', '2.18.5-1', 21805 (NCCL_VERSION_CODE) or a (major, minor[, patch]) tuple, as a Version;
+    a missing patch is the last one of that minor release."""
+    if isinstance(text, tuple):
+        parts = [int(x) for x in text]
+    elif isinstance(text, int):
+        parts = [text // 10000, text // 100 % 100, text % 100] if text >= 10000 else [text // 1000, text // 100 % 10, text % 100]
+    else:
+        m = re.fullmatch(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?(?:-\d+)?\s*", str(text))
+        if not m:
+            raise FabricsimError(f"NCCL version {text!r} is not major.minor[.patch] (e.g. 2.18 or 2.26.5): give it as "
+                                 "NCCL prints it")
+        parts = [int(g) for g in m.groups() if g is not None]
+    if len(parts) not in (2, 3) or parts[0] != 2:
+        raise FabricsimError(f"NCCL version {text!r}: fabricsim models NCCL 2.x ({_fmt(OLDEST)} .. {_fmt(NEWEST)})")
+    if len(parts) == 2:
+        parts.append(LAST_PATCH.get(parts[1], 99 if parts[1] > NEWEST[1] else 0))
+    v = (parts[0], parts[1], parts[2])
+    if v < OLDEST:
+        raise FabricsimError(f"NCCL {_fmt(v)} predates NCCL's Tree algorithm and cost model ({_fmt(OLDEST)}): "
+                             f"give a version from {_fmt(OLDEST)} to {_fmt(NEWEST)}")
+    return v
+
+
+def _fmt(v: Version) -> str:
+    """'2.18.5'; a minor release beyond the table, whose patches it does not know, as '2.31'."""
+    return ".".join(str(x) for x in (v[:2] if v[2] == 99 else v))
+
+
+@dataclass(frozen=True)
+class Release:
+    """The rules of one NCCL release (those of NEWEST for a newer one)."""
+
+    version: Version  # the release the rules are for
+    asked: Version  # the version asked for
+    settings: dict = field(compare=False, hash=False)  # setting -> value (absent: the rule does not hold)
+    applied: tuple[Rule, ...] = field(compare=False, hash=False)  # the rules that hold
+
+    def get(self, setting: str, default=None):
+        return self.settings.get(setting, default)
+
+    @property
+    def label(self) -> str:
+        newer = f" (NCCL {_fmt(self.asked)} is newer than any release modelled)" if self.asked > NEWEST else ""
+        return f"NCCL {_fmt(self.version)}{newer}"
+
+    def has_algorithm(self, algo: str) -> bool:
+        """Whether the release has `algo` (fabricsim name); algorithms NCCL has no rule for (ring, its
+        point-to-point patterns, fabricsim's own schedules) are always there."""
+        return bool(self.settings.get(f"algorithm {algo}", f"algorithm {algo}" not in _ALGORITHM_RULES))
+
+    def ll128_arch(self, compcap: int) -> bool:
+        """Whether LL128 is on by default for GPUs of compute capability `compcap` (x10: 90 = sm90)."""
+        archs = self.settings.get("ll128 archs")
+        if archs is None:
+            return False
+        return compcap >= 70 if archs == "sm70+" else compcap in archs
+
+    def supports(self, compcap: int) -> bool:
+        """Whether the release knows GPUs of compute capability `compcap` (x10)."""
+        if compcap >= 100:
+            return bool(self.settings.get("oldest compute capability 10.0"))
+        if compcap >= 90:
+            return bool(self.settings.get("oldest compute capability 9.0"))
+        return True
+
+
+_ALGORITHM_RULES = {r.setting for r in RULES if r.setting.startswith("algorithm ")}
+
+
+def release(version=None) -> Release:
+    """The rules of NCCL `version` (anything `parse_version` reads; None: NEWEST)."""
+    return _release(NEWEST if version is None else parse_version(version))
+
+
+@lru_cache(maxsize=64)
+def _release(asked: Version) -> Release:
+    v = min(asked, NEWEST)
+    applied = tuple(r for r in RULES if r.holds(v))
+    return Release(v, asked, {r.setting: r.value for r in applied}, applied)
+
+
+
+_ARCH_ROW = {"Volta": 0, "Ampere": 1, "Hopper": 2, "Blackwell": 3}
+_HOPS = {"NVLINK": 0, "PCI": 1, "NET": 2}
+_PROTO_COL = {"LL": 0, "LL128": 1, "Simple": 2}
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """NCCL's cost-model constants in one release (engine.nccl_constants' tables, 2.30.7's, with the release's
+    rules applied): what tuner.nccl_model prices with."""
+
+    base_lat: dict  # algorithm -> (LL, LL128, Simple) us
+    hw_lat: tuple  # per hop class (NVLINK, PCI, NET): algorithm -> (LL, LL128, Simple) us
+    ll_max_bw: tuple  # [row][N1, N2, N4] GB/s
+    per_ch_ring_ll128: tuple  # [compcap row][N1, N2, N4] GB/s
+    per_ch_tree_ll128: tuple
+    per_ch_tree: tuple
+    per_ch_nvls_tree: tuple | None  # None: the release caps NVLSTree per channel nowhere
+
+
+def tuning(rel: Release) -> Tuning:
+    """The cost-model constants of release `rel`."""
+    return _tuning(rel.version)
+
+
+@lru_cache(maxsize=64)
+def _tuning(v: Version) -> Tuning:
+    from fabricsim.engine import nccl_constants as K  # the newest release's tables, overridden below
+
+    base = {a: list(x) for a, x in K.BASE_LAT.items()}
+    hw = [{a: list(x) for a, x in hop.items()} for hop in K.HW_LAT]
+    tables = {"llMaxBw": [list(r) for r in K.LL_MAX_BW], "perChMaxRingLL128Bw": [list(r) for r in K.PER_CH_MAX_RING_LL128_BW],
+              "perChMaxTreeLL128Bw": [list(r) for r in K.PER_CH_MAX_TREE_LL128_BW],
+              "perChMaxTreeBw": [list(r) for r in K.PER_CH_MAX_TREE_BW],
+              "perChMaxNVLSTreeBw": [list(r) for r in K.PER_CH_MAX_NVLS_TREE_BW]}
+    nvls_tree_capped = True
+    for r in _release(v).applied:
+        words = r.setting.split()
+        if words[0] == "baseLat":
+            base[words[1]][_PROTO_COL[words[2]]] = r.value
+        elif words[0] == "hwLat":
+            hw[_HOPS[words[1]]][words[2]][_PROTO_COL[words[3]]] = r.value
+        elif words[0] in tables and len(words) == 1 and r.value is None:
+            nvls_tree_capped = False
+        elif words[0] in tables:
+            tables[words[0]][_ARCH_ROW[words[1]]] = list(r.value)
+    if not nvls_tree_capped:
+        tables["perChMaxNVLSTreeBw"] = None
+    freeze = (lambda rows: None if rows is None else tuple(tuple(x) for x in rows))
+    return Tuning({a: tuple(x) for a, x in base.items()}, tuple({a: tuple(x) for a, x in hop.items()} for hop in hw),
+                  freeze(tables["llMaxBw"]), freeze(tables["perChMaxRingLL128Bw"]), freeze(tables["perChMaxTreeLL128Bw"]),
+                  freeze(tables["perChMaxTreeBw"]), freeze(tables["perChMaxNVLSTreeBw"]))

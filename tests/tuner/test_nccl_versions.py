@@ -1,0 +1,110 @@
+"""NCCL's rules by release (tuner.nccl_versions): parsing, the table's rows, and what they change in the tuner."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from fabricsim.errors import FabricsimError
+from fabricsim.topology import load_cluster
+from fabricsim.tuner import nccl_graph, nccl_model, nccl_versions as V, select
+from fabricsim.tuner.nccl_graph import NcclSystem
+
+
+@pytest.mark.parametrize("text, want", [("2.18.5", (2, 18, 5)), ("2.18", (2, 18, 6)), ("v2.26.2-1", (2, 26, 2)),
+                                        ((2, 29), (2, 29, 7)), ((2, 28, 3), (2, 28, 3)), (22602, (2, 26, 2)),
+                                        ("2.31", (2, 31, 99))])
+def test_versions_parse_as_nccl_prints_them(text, want):
+    assert V.parse_version(text) == want
+
+
+@pytest.mark.parametrize("text", ["1.3.4", "2.3", "abc", "2", "3.0"])
+def test_unmodelled_or_malformed_versions_are_refused(text):
+    with pytest.raises(FabricsimError, match="NCCL"):
+        V.parse_version(text)
+
+
+def test_a_release_newer_than_the_table_is_read_as_the_newest_and_says_so():
+    rel = V.release("2.32.6")
+    assert rel.version == V.NEWEST and "newer than any release modelled" in rel.label
+
+
+@given(minor=st.integers(4, 30))
+def test_every_rule_holds_over_a_range_and_names_its_source(minor):
+    rel = V.release((2, minor))
+    assert all(r.source.startswith("NVIDIA/nccl ") and (r.until is None or r.since <= r.until) for r in rel.applied)
+    assert len({r.setting for r in rel.applied}) == len(rel.applied)  # one value per setting in any release
+
+
+def test_algorithms_arrive_when_their_release_notes_say():
+    got = {v: [a for a in ("nvls", "nvls_tree", "pat") if V.release(v).has_algorithm(a)]
+           for v in ("2.16", "2.17", "2.18", "2.22", "2.23")}
+    assert got == {"2.16": [], "2.17": ["nvls"], "2.18": ["nvls", "nvls_tree"], "2.22": ["nvls", "nvls_tree"],
+                   "2.23": ["nvls", "nvls_tree", "pat"]}
+    assert V.release("2.10").has_algorithm("ring") and V.release("2.10").has_algorithm("rabenseifner")
+
+
+def test_the_tuner_offers_what_the_release_has():
+    topo = load_cluster("dgx-h100", gpus=16)
+    ranks = np.arange(16)
+    assert ("nvls_tree", "simple") not in select.candidates(topo, "all_reduce", ranks, nccl_version="2.17")
+    assert ("nvls_tree", "simple") in select.candidates(topo, "all_reduce", ranks, nccl_version="2.18")
+    with pytest.raises(FabricsimError, match="NCCL 2.16.5 has no nvls_tree"):
+        select.best(topo, "all_reduce", 1 << 20, ranks=ranks, algos=["nvls_tree"], nccl_version="2.16")
+
+
+def test_blackwell_ring_channels_fall_from_32_to_16_across_nodes_in_2_28():
+    # 2.22.3-2.27.7 raise comm->nChannels to nvlsChannels (32 on Blackwell across nodes); 2.28.3 drops the raise
+    topo = load_cluster("dgx-b200", gpus=16)
+    key = np.arange(16, dtype=np.int32).tobytes()
+    channels = {}
+    for v in ("2.25", "2.27", "2.28"):
+        system = select._nccl_system(topo, key, v)
+        channels[v] = nccl_graph.comm_channels(system, nccl_graph.search_graphs(system))
+    assert channels == {"2.25": 32, "2.27": 32, "2.28": 16}
+
+
+def test_ll128_follows_each_releases_default_rule():
+    sm86 = NcclSystem(n_ranks=4, n_nodes=1, ppn=4, compcap=86, nvlink_bw_per_gpu=48.0, has_nvswitch=False,
+                      version=(2, 26, 6))
+    graph = nccl_graph.search_graphs(sm86)["Ring"]
+    assert not nccl_model.ll128_enabled(sm86, graph)  # 2.25-2.26: sm70/80/90/100/120 only
+    sm86_27 = NcclSystem(**{**sm86.__dict__, "version": (2, 27, 7)})
+    assert nccl_model.ll128_enabled(sm86_27, graph)  # 2.27.3: any sm >= 70 over NVLink
+    pcie = load_cluster("pcie-l40s-8")
+    assert all(p != "ll128" for _, p in select.candidates(pcie, "all_reduce", np.arange(8)))  # PCIe: never
+    assert ("ring", "ll128") in [(a, p) for a, p in select.candidates(pcie, "all_reduce", np.arange(8), ll128_rule=False)]
+
+
+def test_a_gpu_the_release_predates_is_refused():
+    with pytest.raises(FabricsimError, match="compute capability 10.0"):
+        NcclSystem(n_ranks=8, n_nodes=1, ppn=8, compcap=100, nvlink_bw_per_gpu=720.0, has_nvswitch=True,
+                   version=(2, 20, 5))
+
+
+def test_the_cost_model_prices_with_its_releases_constants():
+    assert V.tuning(V.release("2.20")).hw_lat[0]["Tree"][2] == 28.0
+    assert V.tuning(V.release("2.23")).hw_lat[0]["Tree"][2] == 4.0
+    assert V.tuning(V.release("2.27")).per_ch_tree[3] == (77.4, 82.8, 72.0)
+    assert V.tuning(V.release("2.28")).per_ch_tree[3] == (70.0, 42.8, 24.0)
+    assert V.tuning(V.release("2.27")).per_ch_nvls_tree is None
+    h100 = dict(n_ranks=16, n_nodes=2, ppn=8, compcap=90, nvlink_bw_per_gpu=370.8, nic_bw=50.0, nics_per_node=8,
+                has_nvswitch=True, nvls_support=True)
+    old, new = NcclSystem(**h100, version=(2, 20, 5)), NcclSystem(**h100)
+    lat_old = nccl_model.nccl_table(old, "all_reduce")[("Tree", "Simple")][0]
+    lat_new = nccl_model.nccl_table(new, "all_reduce")[("Tree", "Simple")][0]
+    assert lat_old > lat_new  # 28 us per NVLink tree step then, 4 us now
+
+
+def test_nvls_tree_plan_uses_nccls_nvls_heads_per_domain():
+    """An NVL72 domain has more GPUs than NCCL's NVLS heads (the NVLS graph's channels, at most
+    NCCL_MAX_NVLS_ARITY): the NVLSTree schedule crosses racks from those heads only, on 2 channels each."""
+    topo = load_cluster("gb200-nvl72", gpus=144)
+    job = select.plan_call(topo, "all_reduce", "nvls_tree", "simple", 1 << 30, np.arange(144))
+    assert job.schedule.meta["ranks_per_node"] == 72
+    assert job.schedule.meta["heads"] == job.comm.nvls_heads < 72
+    assert job.schedule.channels == 2 * job.comm.nvls_heads
+    topo = load_cluster("dgx-h100", nodes=2)
+    job = select.plan_call(topo, "all_reduce", "nvls_tree", "simple", 1 << 30, np.arange(16))
+    assert job.schedule.meta["heads"] == job.comm.nvls_heads == 8
