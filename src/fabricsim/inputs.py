@@ -176,8 +176,9 @@ def _check_keys(data: dict, info, where: str, hint: str, prefix: str = "") -> No
         return
     for key in data:
         if not isinstance(key, str):
-            raise FabricsimError(f"{where}: key {show(key)} of '{prefix.rstrip('.') or 'the file'}' is not a field name: "
-                                 f"keys are text, e.g. {next(iter(fields))}: ... (quote a key meant as text)")
+            inside = f" of '{prefix.rstrip('.')}'" if prefix else ""
+            raise FabricsimError(f"{where}: key {show(key)}{inside} is not a field name: keys are text, e.g. "
+                                 f"{next(iter(fields))}: ... (quote a key meant as text)")
         if key not in fields:
             raise FabricsimError(f"{where}: {_unknown(prefix + key, key, fields, hint)}")
         value, inner = data[key], _member(fields[key].type, data[key])

@@ -89,3 +89,19 @@ def test_a_slower_network_makes_a_large_two_node_all_reduce_slower():
     slow = best(build(dataclasses.replace(spec, calibrated=calibrated(net_efficiency=0.48))), "all_reduce", 1 << 30,
                 ranks=ranks).result.busbw
     assert slow < 0.75 * fast
+
+
+def test_a_calibrated_cluster_file_validates_against_the_cluster_schema():
+    import jsonschema
+    import yaml
+
+    from fabricsim.inputs import json_schema
+
+    doc = json_schema(ClusterSpec)
+    spec = dataclasses.replace(preset_spec("dgx-h100", nodes=2),
+                               calibrated=calibrated(net_efficiency=0.8, launch_latency=3e-6))
+    jsonschema.validate(yaml.safe_load(spec.to_yaml()), doc)
+    bad = yaml.safe_load(spec.to_yaml())
+    bad["calibrated"]["net_efficiency"]["extra"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, doc)

@@ -36,7 +36,7 @@ PROBE = {"fraction": 0.8, "s": 20e-6}  # the probe move: efficiency x0.8, latenc
 SCALE = {"fraction": 1.0, "s": 10e-6}  # optimiser units: efficiencies as fractions, latencies in 10 us
 DIFF_STEP = 0.03  # finite-difference step in those units: 0.03 of efficiency, 0.3 us of latency
 LOSS, F_SCALE = "soft_l1", 0.1  # residuals beyond ~10% count linearly, not squared
-MAX_EVALUATIONS = 60
+MAX_EVALUATIONS = 40  # each re-predicts every row (~1 s for a 32-row 16-GPU log): a bound on the fit's time
 METHOD = (f"scipy.optimize.least_squares (trf, bounds, {LOSS} loss, f_scale {F_SCALE}) on log(predicted/measured "
           "time) of every out-of-place row, each log weighted equally")
 
@@ -96,6 +96,11 @@ def catalog_values(spec: ClusterSpec) -> dict[str, float]:
         out[name] = max(techs)[1] if techs else math.nan
     out.update({p.name: 0.0 for p in PARAMETERS if p.unit == "s"})
     return out
+
+
+def _round(x: float) -> float:
+    """`x` to the 4 significant digits the fit resolves (xtol 1e-3), so written files stay readable."""
+    return float(f"{x:.4g}")
 
 
 def _calibration(values: dict[str, float], catalog: dict[str, float], used: Sequence[LogUsed], rows: int) -> Calibrated:
@@ -192,8 +197,8 @@ def fit(cases: Sequence[LogCase], used: Sequence[LogUsed], spec: ClusterSpec, le
     except (ValueError, FloatingPointError) as err:
         raise FabricsimError(f"the fit failed ({err}): check the logs ran on this cluster (--cluster), or fit fewer "
                              "logs at once") from None
-    values = {n: float(v) for n, v in zip(free, sol.x * scale)}
-    cal = _calibration(values, catalog, used, rowsn)
+    values = {n: _round(float(v)) for n, v in zip(free, sol.x * scale)}
+    cal = _calibration(values, {n: _round(v) for n, v in catalog.items()}, used, rowsn)
     after_rows = _predict(cases, cal, level)
     after = np.array([r.predicted_time_s for r in after_rows])
     after_res = np.log(after / measured) * weight
@@ -203,6 +208,6 @@ def fit(cases: Sequence[LogCase], used: Sequence[LogUsed], spec: ClusterSpec, le
     fit_rows = [FitRow(name, b.size_bytes, b.measured_time_s, b.predicted_time_s, a.predicted_time_s, b.measured_busbw,
                        b.predicted_busbw, a.predicted_busbw, f"{b.algo}/{b.proto}", f"{a.algo}/{a.proto}")
                 for name, b, a in zip(names, base_rows, after_rows)]
-    return FitResult(dataclasses.replace(spec, calibrated=cal), cal, {n: catalog[n] for n in BY_NAME}, values,
+    return FitResult(dataclasses.replace(spec, calibrated=cal), cal, {n: _round(catalog[n]) for n in BY_NAME}, values,
                      not_fitted, tuple(fit_rows), evaluations + count[0] + 1, _robust(base_res), _robust(after_res))
 

@@ -1,6 +1,6 @@
 """Held-out validation of calibration on the calibration set's real logs (`validation.logs`).
 
-For each cluster with two or more logs, fit on one log and predict the others, each on its own cluster file and
+For each cluster with two or more logs, fit on one log (the smallest run) and predict the others, each on its own cluster file and
 environment, before and after: the error of a log the fit never saw is the honest measure of whether the fitted
 parameters are the cluster's or the log's. Logs count as one cluster when their sources describe the same
 machines (GROUPS, from the logs' index: source and hardware). Clusters with one log are not scored here: the only
@@ -68,7 +68,9 @@ def _case(entry: dict, logs_dir: Path) -> tuple[LogCase, str]:
 
 
 def run(index: str | Path | None = None, level: str = "flow") -> tuple[list[Held], list[Skipped]]:
-    """Every group of the index's logs: fit on each log in turn, predict the group's others before and after."""
+    """Every group of the index's logs: fit on each of its smallest runs in turn (a user measures a small job to
+    predict a large one; the fit on 32 GB200 trays alone would cost minutes), predict the group's others before and
+    after."""
     path = Path(index) if index else default_index()
     if not path.is_file():
         raise FabricsimError(f"nccl-tests log index '{path}' not found: pass --data PATH to the logs' index.jsonl")
@@ -82,7 +84,8 @@ def run(index: str | Path | None = None, level: str = "flow") -> tuple[list[Held
             continue
         cases = {i: _case(entries[i], path.parent) for i in have}
         base = {i: score(cases[i][0], level) for i in have}
-        for on in have:
+        fewest = min(len(cases[i][0].ranks) for i in have)
+        for on in (i for i in have if len(cases[i][0].ranks) == fewest):  # fit small, predict large
             case, sha = cases[on]
             try:
                 result = fit([case], [file_provenance(case, entries[on]["log"], sha)], case.spec, level)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from fabricsim.fitting.fit import FitResult
-from fabricsim.topology.calibrated import PARAMETERS
+from fabricsim.topology.calibrated import BY_NAME, PARAMETERS
 from fabricsim.units import format_bytes
 
 
@@ -21,6 +21,18 @@ def _bounds(p) -> str:
     return f"[{_value(p.unit, p.lower)}, {_value(p.unit, p.upper)}]"
 
 
+def at_bounds(r: FitResult) -> list[str]:
+    """Fitted parameters that ended on a physical bound (within 0.5% of its range; a latency at 0 is a cost the
+    logs do not show, not a bound pressed against)."""
+    out = []
+    for name, v in r.after.items():
+        p = BY_NAME[name]
+        span = p.upper - p.lower
+        if v >= p.upper - 0.005 * span or (p.unit == "fraction" and v <= p.lower + 0.005 * span):
+            out.append(name)
+    return out
+
+
 def text(r: FitResult) -> str:
     """Parameters before -> after, why any was not fitted, then per row: size, measured, predicted before and after."""
     lines = [f"calibrated {r.spec.name} from {len(r.calibrated.logs)} log(s): "
@@ -32,6 +44,9 @@ def text(r: FitResult) -> str:
     for p in PARAMETERS:
         after = _value(p.unit, r.after[p.name]) if p.name in r.after else "-"
         lines.append(f"{p.name:<18} {_value(p.unit, r.before[p.name]):>10} {after:>10}  {_bounds(p):<22} {p.mechanism}")
+    for name in at_bounds(r):
+        lines.append(f"  at its bound: {name}: the logs ask for more than the parameter can physically give, so a "
+                     "mechanism is missing here (the value will not generalise; see `fabricsim doctor`)")
     for name, why in r.not_fitted.items():
         lines.append(f"  not fitted: {name}: {why}")
     lines += ["", "rows (out-of-place; error = predicted busbw vs measured, + = predicted faster):",
