@@ -105,3 +105,16 @@ def test_a_calibrated_cluster_file_validates_against_the_cluster_schema():
     bad["calibrated"]["net_efficiency"]["extra"] = 1
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, doc)
+
+
+def test_a_sweep_over_a_calibrated_cluster_file_is_refused_not_silently_uncalibrated(tmp_path):
+    from fabricsim.sweeps.plan import _base
+    from fabricsim.topology import save_cluster
+
+    plain, cal = tmp_path / "plain.yaml", tmp_path / "cal.yaml"
+    save_cluster(preset_spec("dgx-h100"), plain)
+    save_cluster(dataclasses.replace(preset_spec("dgx-h100"), calibrated=calibrated(nvlink_efficiency=0.7)), cal)
+    base, _label, _identity = _base(str(plain), tmp_path / "sweep.yaml")
+    assert "calibrated" not in base["spec"]  # keys of sweeps over plain files are as before the field existed
+    with pytest.raises(FabricsimError, match="has a calibrated: section, which sweeps do not carry yet"):
+        _base(str(cal), tmp_path / "sweep.yaml")
