@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from fabricsim.diagnosis import Diagnosis
     from fabricsim.multijob.run import JobsRun
     from fabricsim.multijob.spec import JobsFile
+    from fabricsim.fitting.fit import FitResult
     from fabricsim.reports.compare import CompareRow, CompareSummary
     from fabricsim.reports.ecmp import EcmpSpread
     from fabricsim.reports.nccltests_log import ParsedLog
@@ -480,6 +481,64 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
                         threshold=threshold / 100.0, level=level)
     except FabricsimError as err:
         raise FabricsimError(f"{path.name}: {err}") from None
+
+
+def calibrate(logs: Sequence[str | Path], cluster: str | Path | ClusterSpec, *,
+              env: Mapping[str, str] | None = None, nccl_version: str | None = None, collective: str | None = None,
+              gpus: int | None = None) -> CalibrationResult:
+    """Fit the cluster's declared physical parameters (`fabricsim.topology.calibrated.PARAMETERS`: network, NVLink
+    and PCIe achievable fractions of line rate, the network's per-step latency, the per-call launch latency) to the
+    user's own nccl-tests `logs`, run on `cluster` (a preset, a cluster YAML or a spec). Only parameters the logs
+    exercise are fitted, inside their physical bounds; the cluster written is the one the first log ran on (a
+    preset sized to it). `result.spec` is the calibrated cluster
+    (`fabricsim.topology.save_cluster` writes it; `perf` on it uses the fitted values); `result.text()` prints
+    the fit. `env`, `nccl_version`, `collective`, `gpus`: as for `doctor`, applied to every log. Needs
+    `fabricsim[calibrate]` (scipy)."""
+    from fabricsim.fitting.fit import file_provenance, fit
+    from fabricsim.fitting.user_logs import read_case
+
+    if isinstance(logs, (str, Path)):
+        logs = [logs]
+    if not logs:
+        raise FabricsimError("calibrate needs at least one nccl-tests log: give the log files the cluster ran")
+    cases, used, specs = [], [], []
+    for log in logs:
+        case, sha, spec = read_case(log, cluster, env=env, nccl_version=nccl_version, collective=collective, gpus=gpus)
+        cases.append(case)
+        specs.append(spec)
+        used.append(file_provenance(case, Path(log).name, sha))
+    if len({u.file for u in used}) != len(used):
+        raise FabricsimError("two logs share a file name: calibrate records logs by name, rename one")
+    return CalibrationResult(fit(cases, used, specs[0]), specs[0].name)
+
+
+@dataclass(frozen=True, eq=False)
+class CalibrationResult:
+    """What `calibrate` fitted: `spec` the calibrated cluster, `fit` every figure (parameters before and after,
+    per-row residuals)."""
+
+    fit: FitResult
+    cluster: str
+
+    @property
+    def spec(self) -> ClusterSpec:
+        """The cluster with its `calibrated:` section."""
+        return self.fit.spec
+
+    @property
+    def parameters(self) -> dict[str, float]:
+        """Fitted parameter -> value (SI units)."""
+        return dict(self.fit.after)
+
+    def text(self) -> str:
+        """The fit as `fabricsim calibrate` prints it."""
+        from fabricsim.fitting.report import text
+
+        return text(self.fit)
+
+    def __repr__(self) -> str:
+        fitted = ", ".join(f"{k}={v:.4g}" for k, v in self.fit.after.items())
+        return f"CalibrationResult({self.cluster}: {fitted})"
 
 
 @dataclass(frozen=True, eq=False)

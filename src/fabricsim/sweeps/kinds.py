@@ -44,7 +44,8 @@ def _cluster_options() -> dict[str, Any]:
     from fabricsim.topology.spec import MAX_GPUS, ClusterSpec
 
     hints = typing.get_type_hints(ClusterSpec, include_extras=True)
-    options = {f.name: hints[f.name] for f in fields(ClusterSpec)}
+    # every scalar setting of a cluster; `calibrated` is fitted to logs (fabricsim calibrate), not swept
+    options = {f.name: hints[f.name] for f in fields(ClusterSpec) if f.name != "calibrated"}
     options["gpus"] = Annotated[int, Meta(ge=1, le=MAX_GPUS, description="GPUs the run uses: whole nodes or racks "
                                                                           "size the cluster, fewer than one node run "
                                                                           "on its first GPUs")]

@@ -238,6 +238,9 @@ def _base(cluster: str, where: Path) -> tuple[dict[str, Any], str, str]:
         raise FabricsimError(f"{where}: cluster '{cluster}' is neither a preset ({', '.join(topology.PRESETS)}) nor a "
                              f"cluster file (looked for {path})")
     fields = topology.load_spec(path).fields()
+    if fields.pop("calibrated", None) is not None:
+        raise FabricsimError(f"{where}: cluster file {cluster} has a calibrated: section, which sweeps do not carry "
+                             "yet: sweep the cluster file without it (its fitted values would be lost)")
     identity = json.dumps(fields, sort_keys=True)
     return {"spec": fields}, cluster, "spec:" + hashlib.sha256(identity.encode()).hexdigest()
 

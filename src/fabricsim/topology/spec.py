@@ -15,6 +15,7 @@ from typing import Annotated, Literal, get_args
 from msgspec import Meta
 
 from fabricsim import hardware, inputs
+from fabricsim.topology.calibrated import Calibrated
 from fabricsim.errors import FabricsimError
 
 Scaleup = Literal["nvswitch", "nvlink-mesh", "nvlink-bridge", "nvl72", "pcie"]
@@ -39,7 +40,7 @@ MAX_NVLINKS = 64  # NVLinks of one GPU (B200 has 18)
 # Fields added after cluster files were first written: `to_yaml` writes them only where they differ from their
 # default, so a file written before they existed reads and writes back byte for byte.
 _WRITTEN_WHEN_SET = ("transport", "nic_ports", "pcie_gen", "pcie_lanes", "pcie_switch_lanes", "nvlinks", "cpu_vendor",
-                     "rack_trays", "domain_racks", "ecmp_seed")
+                     "rack_trays", "domain_racks", "ecmp_seed", "calibrated")
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ class ClusterSpec:
     change NCCL's constants (tuning.cc llMaxBws, getNetOverhead). cpus_per_node is the CPU sockets per server.
     rack_trays / domain_racks (nvl72): compute trays a rack holds (0: as many as the NVLink domain uses) and the
     racks one NVLink domain spans; the domain's trays in use are domain_size / gpus_per_node.
+    calibrated: physical parameters `fabricsim calibrate` fitted to the user's logs (topology.calibrated);
+    None: the catalog's figures.
     """
 
     name: Annotated[str, Meta(min_length=1, description="cluster name, printed in every report")]
@@ -125,6 +128,8 @@ class ClusterSpec:
                                                                          "spans")] = 1
     ecmp_seed: Annotated[int, Meta(ge=0, le=2**32 - 1, description="the switches' ECMP hash seed: which equal-cost "
                                                                    "path each flow takes (ecmp routing)")] = 0
+    calibrated: Annotated[Calibrated | None, Meta(description="parameters fitted to the user's nccl-tests logs "
+                                                               "(fabricsim calibrate), with their provenance")] = None
 
     def __post_init__(self) -> None:
         inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
@@ -143,7 +148,15 @@ class ClusterSpec:
         """YAML text that `from_yaml` reads back into an equal spec."""
         import yaml  # here, not at module level: a preset run never loads the YAML parser
 
-        return yaml.safe_dump(self.fields(), sort_keys=False)
+        values = self.fields()
+        if values.get("calibrated") is not None:  # tuples as YAML lists
+            cal = {k: v for k, v in values["calibrated"].items() if v is not None}
+            cal["logs"] = list(cal.get("logs", ()))
+            for entry in cal.values():
+                if isinstance(entry, dict):
+                    entry["logs"] = list(entry["logs"])
+            values["calibrated"] = cal
+        return yaml.safe_dump(values, sort_keys=False)
 
     @property
     def net_transport(self) -> str:
