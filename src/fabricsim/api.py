@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from fabricsim.multijob.spec import JobsFile
     from fabricsim.fitting.fit import FitResult
     from fabricsim.reports.compare import CompareRow, CompareSummary
+    from fabricsim.reports.ecmp import EcmpSpread
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.nccltests_table import PerfRow
     from fabricsim.topology.spec import Routing
@@ -224,6 +225,7 @@ class PerfResult:
     proto: tuple[str, ...] | None = None
     nccl: str = ""  # the NCCL release whose rules applied ('NCCL 2.30.7'; tuner.nccl_versions)
     nccl_version: Any = None  # as given (None: the newest modelled)
+    ecmp: tuple[EcmpSpread, ...] = ()  # per size, busbw over ECMP hash seeds (perf(ecmp_seeds=N)); () for one
 
     def meta(self) -> dict[str, Any]:
         """Where the figures come from: cluster, GPUs and ranks, collective, cost model, engine level, version."""
@@ -232,7 +234,8 @@ class PerfResult:
                 "ranks": rank_ranges(c.ranks), "collective": self.collective, "cost_model": self.cost_model,
                 "level": self.level or None, "library": self.library, "nccl": self.nccl,
                 "routing": topo.features.get("routing") if topo.features.get("fabric") else None,
-                "algo": list(self.algo) if self.algo else None, "proto": list(self.proto) if self.proto else None}
+                "algo": list(self.algo) if self.algo else None, "proto": list(self.proto) if self.proto else None,
+                **({"ecmp_seeds": list(self.ecmp[0].seeds)} if self.ecmp else {})}
 
     def to_records(self) -> list[dict[str, Any]]:
         """One dict per size, as `fabricsim perf --format json` prints its rows (units in the key names)."""
@@ -296,7 +299,8 @@ class PerfResult:
 def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Sizes, *,
          algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None, dtype: str = "float",
          op: str = "sum", root: int = 0, level: str | None = None, cost_model: str = "fabricsim", library: str = "nccl",
-         progress: Progress | None = None, nccl_version: str | tuple[int, ...] | None = None) -> PerfResult:
+         progress: Progress | None = None, nccl_version: str | tuple[int, ...] | None = None,
+         ecmp_seeds: int = 1) -> PerfResult:
     """What nccl-tests' `<collective>_perf` would print on `cluster`, per size.
 
     `algo` / `proto` restrict the candidates as NCCL_ALGO / NCCL_PROTO do ('ring,tree', '^nvls'); `dtype` and
@@ -304,7 +308,9 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     topology at engine `level` ('flow', the default, or 'analytical'); 'nccl' is NCCL's own tuning model.
     `library` 'all' adds fabricsim's schedules NCCL does not run (Rabenseifner, Bruck, ...). `nccl_version`
     ('2.18', '2.26.5', (2, 28)) is the NCCL release whose rules apply (its algorithms, LL128 rule, channels,
-    chunks; fabricsim.tuner.nccl_versions); None: the newest modelled."""
+    chunks; fabricsim.tuner.nccl_versions); None: the newest modelled. `ecmp_seeds` N > 1 times the sweep under N
+    ECMP hash seeds (from the cluster's `ecmp_seed`): each row is its size's median seed, `ecmp` the spread."""
+    from fabricsim.reports import ecmp
     from fabricsim.reports.sweep import check_options, forced_notes, predict
     from fabricsim.tuner.nccl_versions import release
 
@@ -315,12 +321,27 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     algos, protos = _names(algo, "algo", collective), _names(proto, "proto", collective)
     notes = forced_notes(c.topology, c.ranks, collective, algos)
     rel = release(nccl_version)
-    points = predict(c.topology, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
-                     protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
-                     progress=progress, nccl_version=nccl_version)
+    seeds = ecmp.check_seeds(ecmp_seeds)
+    if seeds > 1 and cost_model != "fabricsim":
+        raise FabricsimError("ecmp_seeds re-routes fabricsim's simulated fabric; NCCL's cost model does not route: "
+                             "drop ecmp_seeds or use cost_model='fabricsim'")
+    if seeds > 1 and not ecmp.hashed(c.topology):
+        why = ("the cluster has no scale-out fabric" if not c.topology.features.get("fabric") else
+               "adaptive routing spreads every flow over all paths" if c.topology.features.get("routing") == "adaptive"
+               else "one leaf tier: no equal-cost paths to hash over")
+        notes.append(f"ecmp_seeds={seeds}: no effect ({why}); timed once")
+        seeds = 1
+
+    def run(topo: Topology, k: int = 0) -> list:
+        tick = None if progress is None else (lambda done, total: progress(k * total + done, seeds * total))
+        return predict(topo, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
+                       protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
+                       progress=tick, nccl_version=nccl_version)
+
+    points, spread = ecmp.over_seeds(c.topology, seeds, run) if seeds > 1 else (run(c.topology), [])
     return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
                       tuple(p.pick for p in points), tuple(notes), tuple(algos) if algos else None,
-                      tuple(protos) if protos else None, rel.label, nccl_version)
+                      tuple(protos) if protos else None, rel.label, nccl_version, tuple(spread))
 
 
 @dataclass(frozen=True, eq=False)

@@ -40,7 +40,7 @@ MAX_NVLINKS = 64  # NVLinks of one GPU (B200 has 18)
 # Fields added after cluster files were first written: `to_yaml` writes them only where they differ from their
 # default, so a file written before they existed reads and writes back byte for byte.
 _WRITTEN_WHEN_SET = ("transport", "nic_ports", "pcie_gen", "pcie_lanes", "pcie_switch_lanes", "nvlinks", "cpu_vendor",
-                     "rack_trays", "domain_racks", "calibrated")
+                     "rack_trays", "domain_racks", "ecmp_seed", "calibrated")
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ class ClusterSpec:
     routing: how the fat tree spreads flows over equal-cost paths: 'ecmp' (static, one hashed path per
     flow: Ethernet ECMP, InfiniBand's static forwarding tables) or 'adaptive' (every flow spread evenly
     over all paths: InfiniBand adaptive routing, Spectrum-X packet spraying, EFA's SRD).
+    ecmp_seed: the switches' hash seed under 'ecmp' (which flows share an uplink is the hash's luck; `perf
+    --ecmp-seeds N` reports the spread over N seeds from this one).
 
     What a user reads off `nvidia-smi topo -m`, `ibstat` and the instance page:
     transport: the software moving bytes over the fabric (hardware.TRANSPORTS): 'ib' (NCCL's IB verbs on
@@ -124,6 +126,8 @@ class ClusterSpec:
                                                                        "in use)")] = 0
     domain_racks: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="nvl72: racks one NVLink domain "
                                                                          "spans")] = 1
+    ecmp_seed: Annotated[int, Meta(ge=0, le=2**32 - 1, description="the switches' ECMP hash seed: which equal-cost "
+                                                                   "path each flow takes (ecmp routing)")] = 0
     calibrated: Annotated[Calibrated | None, Meta(description="parameters fitted to the user's nccl-tests logs "
                                                                "(fabricsim calibrate), with their provenance")] = None
 
