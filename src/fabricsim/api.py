@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from fabricsim.diagnosis import Diagnosis
     from fabricsim.multijob.run import JobsRun
     from fabricsim.multijob.spec import JobsFile
+    from fabricsim.fitting.fit import FitResult
     from fabricsim.reports.compare import CompareRow, CompareSummary
+    from fabricsim.reports.ecmp import EcmpSpread
     from fabricsim.reports.failures import Row as FailuresRow
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.nccltests_table import PerfRow
@@ -271,6 +273,7 @@ class PerfResult:
     proto: tuple[str, ...] | None = None
     nccl: str = ""  # the NCCL release whose rules applied ('NCCL 2.30.7'; tuner.nccl_versions)
     nccl_version: Any = None  # as given (None: the newest modelled)
+    ecmp: tuple[EcmpSpread, ...] = ()  # per size, busbw over ECMP hash seeds (perf(ecmp_seeds=N)); () for one
 
     def meta(self) -> dict[str, Any]:
         """Where the figures come from: cluster, GPUs and ranks, collective, cost model, engine level, version."""
@@ -280,7 +283,8 @@ class PerfResult:
                 "level": self.level or None, "library": self.library, "nccl": self.nccl,
                 "routing": topo.features.get("routing") if topo.features.get("fabric") else None,
                 "algo": list(self.algo) if self.algo else None, "proto": list(self.proto) if self.proto else None,
-                "faults": list(c.faults.lines) if c.faults is not None else None}
+                "faults": list(c.faults.lines) if c.faults is not None else None,
+                **({"ecmp_seeds": list(self.ecmp[0].seeds)} if self.ecmp else {})}
 
     def to_records(self) -> list[dict[str, Any]]:
         """One dict per size, as `fabricsim perf --format json` prints its rows (units in the key names)."""
@@ -344,7 +348,8 @@ class PerfResult:
 def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Sizes, *,
          algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None, dtype: str = "float",
          op: str = "sum", root: int = 0, level: str | None = None, cost_model: str = "fabricsim", library: str = "nccl",
-         progress: Progress | None = None, nccl_version: str | tuple[int, ...] | None = None) -> PerfResult:
+         progress: Progress | None = None, nccl_version: str | tuple[int, ...] | None = None,
+         ecmp_seeds: int = 1) -> PerfResult:
     """What nccl-tests' `<collective>_perf` would print on `cluster`, per size.
 
     `algo` / `proto` restrict the candidates as NCCL_ALGO / NCCL_PROTO do ('ring,tree', '^nvls'); `dtype` and
@@ -352,7 +357,9 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     topology at engine `level` ('flow', the default, or 'analytical'); 'nccl' is NCCL's own tuning model.
     `library` 'all' adds fabricsim's schedules NCCL does not run (Rabenseifner, Bruck, ...). `nccl_version`
     ('2.18', '2.26.5', (2, 28)) is the NCCL release whose rules apply (its algorithms, LL128 rule, channels,
-    chunks; fabricsim.tuner.nccl_versions); None: the newest modelled."""
+    chunks; fabricsim.tuner.nccl_versions); None: the newest modelled. `ecmp_seeds` N > 1 times the sweep under N
+    ECMP hash seeds (from the cluster's `ecmp_seed`): each row is its size's median seed, `ecmp` the spread."""
+    from fabricsim.reports import ecmp
     from fabricsim.reports.sweep import check_options, forced_notes, predict
     from fabricsim.tuner.nccl_versions import release
 
@@ -363,12 +370,27 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     algos, protos = _names(algo, "algo", collective), _names(proto, "proto", collective)
     notes = forced_notes(c.topology, c.ranks, collective, algos) + _fault_notes(c, cost_model)
     rel = release(nccl_version)
-    points = predict(c.topology, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
-                     protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
-                     progress=progress, nccl_version=nccl_version)
+    seeds = ecmp.check_seeds(ecmp_seeds)
+    if seeds > 1 and cost_model != "fabricsim":
+        raise FabricsimError("ecmp_seeds re-routes fabricsim's simulated fabric; NCCL's cost model does not route: "
+                             "drop ecmp_seeds or use cost_model='fabricsim'")
+    if seeds > 1 and not ecmp.hashed(c.topology):
+        why = ("the cluster has no scale-out fabric" if not c.topology.features.get("fabric") else
+               "adaptive routing spreads every flow over all paths" if c.topology.features.get("routing") == "adaptive"
+               else "one leaf tier: no equal-cost paths to hash over")
+        notes.append(f"ecmp_seeds={seeds}: no effect ({why}); timed once")
+        seeds = 1
+
+    def run(topo: Topology, k: int = 0) -> list:
+        tick = None if progress is None else (lambda done, total: progress(k * total + done, seeds * total))
+        return predict(topo, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
+                       protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
+                       progress=tick, nccl_version=nccl_version)
+
+    points, spread = ecmp.over_seeds(c.topology, seeds, run) if seeds > 1 else (run(c.topology), [])
     return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
                       tuple(p.pick for p in points), tuple(notes), tuple(algos) if algos else None,
-                      tuple(protos) if protos else None, rel.label, nccl_version)
+                      tuple(protos) if protos else None, rel.label, nccl_version, tuple(spread))
 
 
 def _fault_notes(c: Cluster, cost_model: str) -> list[str]:
@@ -601,6 +623,64 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
                         threshold=threshold / 100.0, level=level)
     except FabricsimError as err:
         raise FabricsimError(f"{path.name}: {err}") from None
+
+
+def calibrate(logs: Sequence[str | Path], cluster: str | Path | ClusterSpec, *,
+              env: Mapping[str, str] | None = None, nccl_version: str | None = None, collective: str | None = None,
+              gpus: int | None = None) -> CalibrationResult:
+    """Fit the cluster's declared physical parameters (`fabricsim.topology.calibrated.PARAMETERS`: network, NVLink
+    and PCIe achievable fractions of line rate, the network's per-step latency, the per-call launch latency) to the
+    user's own nccl-tests `logs`, run on `cluster` (a preset, a cluster YAML or a spec). Only parameters the logs
+    exercise are fitted, inside their physical bounds; the cluster written is the one the first log ran on (a
+    preset sized to it). `result.spec` is the calibrated cluster
+    (`fabricsim.topology.save_cluster` writes it; `perf` on it uses the fitted values); `result.text()` prints
+    the fit. `env`, `nccl_version`, `collective`, `gpus`: as for `doctor`, applied to every log. Needs
+    `fabricsim[calibrate]` (scipy)."""
+    from fabricsim.fitting.fit import file_provenance, fit
+    from fabricsim.fitting.user_logs import read_case
+
+    if isinstance(logs, (str, Path)):
+        logs = [logs]
+    if not logs:
+        raise FabricsimError("calibrate needs at least one nccl-tests log: give the log files the cluster ran")
+    cases, used, specs = [], [], []
+    for log in logs:
+        case, sha, spec = read_case(log, cluster, env=env, nccl_version=nccl_version, collective=collective, gpus=gpus)
+        cases.append(case)
+        specs.append(spec)
+        used.append(file_provenance(case, Path(log).name, sha))
+    if len({u.file for u in used}) != len(used):
+        raise FabricsimError("two logs share a file name: calibrate records logs by name, rename one")
+    return CalibrationResult(fit(cases, used, specs[0]), specs[0].name)
+
+
+@dataclass(frozen=True, eq=False)
+class CalibrationResult:
+    """What `calibrate` fitted: `spec` the calibrated cluster, `fit` every figure (parameters before and after,
+    per-row residuals)."""
+
+    fit: FitResult
+    cluster: str
+
+    @property
+    def spec(self) -> ClusterSpec:
+        """The cluster with its `calibrated:` section."""
+        return self.fit.spec
+
+    @property
+    def parameters(self) -> dict[str, float]:
+        """Fitted parameter -> value (SI units)."""
+        return dict(self.fit.after)
+
+    def text(self) -> str:
+        """The fit as `fabricsim calibrate` prints it."""
+        from fabricsim.fitting.report import text
+
+        return text(self.fit)
+
+    def __repr__(self) -> str:
+        fitted = ", ".join(f"{k}={v:.4g}" for k, v in self.fit.after.items())
+        return f"CalibrationResult({self.cluster}: {fitted})"
 
 
 @dataclass(frozen=True, eq=False)

@@ -168,17 +168,26 @@ def show(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _check_keys(data: dict, info, where: str, hint: str) -> None:
-    """Non-text and unknown keys of a dataclass mapping (msgspec ignores unknown keys there; Structs forbid them)."""
+def _check_keys(data: dict, info, where: str, hint: str, prefix: str = "") -> None:
+    """Non-text and unknown keys of a dataclass mapping (msgspec ignores unknown keys there; Structs forbid them),
+    in nested dataclass mappings and lists of them too (`prefix`: the path to this mapping, e.g. 'calibrated.')."""
     fields = _fields(info)
     if not fields:
         return
     for key in data:
         if not isinstance(key, str):
-            raise FabricsimError(f"{where}: key {show(key)} is not a field name: keys are text, e.g. "
+            inside = f" of '{prefix.rstrip('.')}'" if prefix else ""
+            raise FabricsimError(f"{where}: key {show(key)}{inside} is not a field name: keys are text, e.g. "
                                  f"{next(iter(fields))}: ... (quote a key meant as text)")
         if key not in fields:
-            raise FabricsimError(f"{where}: {_unknown(key, key, fields, hint)}")
+            raise FabricsimError(f"{where}: {_unknown(prefix + key, key, fields, hint)}")
+        value, inner = data[key], _member(fields[key].type, data[key])
+        if isinstance(value, dict):
+            _check_keys(value, inner, where, hint, f"{prefix}{key}.")
+        elif isinstance(value, list) and hasattr(inner, "item_type"):
+            for i, item in enumerate(value):
+                if isinstance(item, dict):
+                    _check_keys(item, _member(inner.item_type, item), where, hint, f"{prefix}{key}[{i}].")
 
 
 def _unknown(path: str, key: str, fields: dict, hint: str) -> str:

@@ -6,6 +6,7 @@ Each entry is 'module:attribute' of a click command; a new command is one line h
 from __future__ import annotations
 
 COMMANDS: dict[str, str] = {
+    "calibrate": "fabricsim.cli.calibrate:calibrate",
     "compare": "fabricsim.cli.compare:compare",
     "doctor": "fabricsim.cli.doctor:doctor",
     "jobs": "fabricsim.cli.jobs:jobs",

@@ -37,10 +37,13 @@ from fabricsim.schedules import COLLECTIVES as PERF_COLLECTIVES  # every collect
                    "'explain' list).")
 @click.option("--trace", "trace_path", default=None,
               help="Write a Chrome/Perfetto trace (JSON, open in ui.perfetto.dev) of the largest size's simulation.")
+@click.option("--ecmp-seeds", "ecmp_seeds", type=click.IntRange(1), default=1, show_default=True,
+              help="Time the sweep under N ECMP hash seeds (from the cluster's ecmp_seed): each row is its size's "
+                   "median seed, with the busbw spread below (collisions are the hash's luck).")
 @report_option
 def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbytes, maxbytes, stepfactor, stepbytes,
          datatype, redop, root, algo, proto, nccl_version, fmt, level, cost_model, old_model, library, explain,
-         trace_path, report_path):
+         trace_path, ecmp_seeds, report_path):
     """Predict nccl-tests output for COLLECTIVE on a cluster (time, algbw, busbw per size)."""
     from fabricsim import api
     from fabricsim.units import parse_size
@@ -55,6 +58,8 @@ def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbyte
     if routing and model != "fabricsim":
         raise FabricsimError("--routing changes fabricsim's simulated fabric; NCCL's cost model does not route: drop "
                              "--routing or --cost-model nccl")
+    if ecmp_seeds > 1 and fmt == "csv":
+        raise FabricsimError("--ecmp-seeds adds a spread table that CSV cannot hold: use --format table or json")
     check_report(report_path)
     size_list = api.sizes(minbytes, maxbytes, factor=stepfactor, step=stepbytes)
     c = api.cluster(cluster, nodes, gpus, routing=routing, faults=faults_given(fail, degrade, seed))
@@ -64,7 +69,8 @@ def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbyte
         size_list = api.sizes(min(size_list[0], reduced[1]), reduced[1], factor=stepfactor, step=stepbytes)
     with progress_bar(f"perf {collective}") as progress:
         result = api.perf(c, collective, size_list, algo=algo, proto=proto, dtype=datatype, op=redop, root=root,
-                          level=level, cost_model=model, library=library, progress=progress, nccl_version=nccl_version)
+                          level=level, cost_model=model, library=library, progress=progress, nccl_version=nccl_version,
+                          ecmp_seeds=ecmp_seeds)
     notes(result.notes)
     if trace_path:
         from fabricsim.engine import to_perfetto
@@ -80,6 +86,8 @@ def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbyte
         from fabricsim.reports.sweep import explain_record
 
         extra = {"explain": [explain_record(e) for e in explained]} if explained is not None else {}
+        if result.ecmp:
+            extra["ecmp"] = [s.record() for s in result.ecmp]
         click.echo(format_json(list(result.rows), result.meta(), **extra), nl=False)
     elif fmt == "csv":
         from fabricsim.reports.nccltests_table import format_csv
@@ -87,6 +95,10 @@ def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbyte
         click.echo(format_csv(list(result.rows)), nl=False)
     else:
         click.echo(_table(result, reduced[1] if reduced else None))
+        if result.ecmp:
+            from fabricsim.reports.ecmp import format_spread
+
+            click.echo(format_spread(list(result.ecmp)))
         if explained is not None:
             from fabricsim.reports.sweep import format_explain
 

@@ -64,11 +64,15 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
 @click.option("--added", is_flag=True, help="Score the added public measurements (nccl-tests rows from public sources "
               "outside the calibration set, each on its own cluster file) instead: a group apart from the calibration "
               "figures (--data names another file of such rows).")
-def validate(data, level, fmt, summary_only, training, p2p, logs, added):
+@click.option("--calibrate-holdout", is_flag=True, help="With --logs: for each cluster with 2+ logs, fit `fabricsim "
+              "calibrate` on one log and print the error on its others before and after.")
+def validate(data, level, fmt, summary_only, training, p2p, logs, added, calibrate_holdout):
     """Predict every collective (or, with --training / --p2p / --logs, training, point-to-point or nccl-tests log)
     measurement in the calibration set and print the error; --added scores the added public measurements."""
     from fabricsim.calibration_data import require
 
+    if calibrate_holdout and not logs:
+        raise FabricsimError("--calibrate-holdout scores calibration on the nccl-tests logs: add --logs")
     if added:
         if training or p2p or logs:
             raise FabricsimError("--added scores the added public measurements alone: drop --training / --p2p / --logs")
@@ -77,7 +81,10 @@ def validate(data, level, fmt, summary_only, training, p2p, logs, added):
     if logs:
         if training or p2p:
             raise FabricsimError("--logs scores the nccl-tests logs alone: drop --training / --p2p")
-        _logs(data, fmt, level or "flow", summary_only)
+        if calibrate_holdout:
+            _holdout(data, fmt, level or "flow")
+        else:
+            _logs(data, fmt, level or "flow", summary_only)
         return
     if training and p2p:
         raise FabricsimError("--training and --p2p score different rows: give one of them (or neither, for the "
@@ -184,3 +191,16 @@ def _logs(index, fmt: str, level: str, summary_only: bool) -> None:
     scores = run_logs(index, level=level)
     click.echo(logs_json(scores) if fmt == "json" else logs_table(scores, show_rows=not summary_only,
                                                                      show_notes=not summary_only))
+
+
+def _holdout(index, fmt: str, level: str) -> None:
+    """--logs --calibrate-holdout: calibration fitted on one log of a cluster, scored on its others (fitting.holdout)."""
+    from fabricsim.calibration_data import require
+    from fabricsim.fitting import holdout
+
+    if fmt == "json":
+        raise FabricsimError("--calibrate-holdout prints a table only: drop --format json")
+    if not index:
+        require()
+    held, skipped = holdout.run(index, level=level)
+    click.echo(holdout.table(held, skipped))

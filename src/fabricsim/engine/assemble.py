@@ -12,7 +12,9 @@ per-channel caps bound it from below.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -77,7 +79,7 @@ def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: 
         bound="latency-bound" if latency_time >= bandwidth_time else "bandwidth-bound",
         limiter=_limiter(plan, price, drained, bottlenecks, slowdown),
         bottlenecks=bottlenecks, bottleneck_count=count, link_bytes=link_bytes, link_util=link_util,
-        timeline=_timeline(plan, price, drained, t_sum, steady, slowdown), slices=p, slowdown=slowdown, topo=topo,
+        timeline_of=_timeline(plan, price, drained, t_sum, steady, slowdown), slices=p, slowdown=slowdown, topo=topo,
         connection_bytes=drained.wire_scale * _connection_bytes(plan.union),
     )
 
@@ -171,8 +173,11 @@ def _bottlenecks(topo: Topology, loads: LinkLoads, link_bytes: np.ndarray,
     ), int(tied.shape[0])
 
 
-def _timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float, steady: float, slowdown: float) -> Timeline:
-    """Expanded steps, each given its share of the pipelined time, and (small cases) flows within them."""
+def _timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float,
+              steady: float, slowdown: float) -> Callable[[], Timeline]:
+    """The timeline's builder: expanded steps, each given its share of the pipelined time, and (small cases, at
+    most FLOW_TIMELINE_LIMIT flows) the flows within them. Listing flows costs more than timing them, so that
+    part runs when the timeline is read; a large run's step timeline is made now (the builder then holds no plan)."""
     p, t = price.slices, drained.t
     pat = np.repeat(plan.order, plan.repeats)
     step_lat = np.repeat(price.step_latency, plan.repeats)
@@ -183,7 +188,12 @@ def _timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float, steady
     start = end - dur
     n_flows = int(np.array([fs.n_flows for fs in plan.patterns], dtype=np.int64)[pat].sum())
     if n_flows > FLOW_TIMELINE_LIMIT:
-        return Timeline(start, end, pat)
+        return partial(Timeline, start, end, pat)
+    return partial(_flow_timeline, plan, drained, t, pat, start, end, step_lat, bw)
+
+
+def _flow_timeline(plan: Plan, drained: Drained, t: np.ndarray, pat: np.ndarray, start: np.ndarray,
+                   end: np.ndarray, step_lat: np.ndarray, bw: np.ndarray) -> Timeline:
     steps, src, dst, links, f_start, f_end = [], [], [], [], [], []
     for i, k in enumerate(pat.tolist()):
         fs = plan.patterns[k]

@@ -22,6 +22,7 @@ from fabricsim.engine.flows import N_HOPS, FlowRules, FlowSet, concat, item_late
 from fabricsim.engine.protocols import HOP_NET, ProtocolModel, nccl_arch, net_step_latency, protocol_model
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import StepTraffic
+from fabricsim.topology import calibrated
 from fabricsim.topology.model import Topology
 from fabricsim.vocab import P2P_COLLECTIVES
 
@@ -127,6 +128,7 @@ def call_model(topo: Topology, call: Call) -> ProtocolModel:
     model = protocol_model(call.algorithm, call.protocol, nccl_arch(topo, call.gpu_ranks), n_nodes, call.channels,
                            call.collective, nranks, net_step=net_step_latency(topo, call.gpu_ranks) if n_nodes > 1 else None,
                            cpu_vendor=topo.features.get("cpu_vendor", "intel"))
+    model = _calibrated(model, calibrated.of(topo.spec))
     return model if call.net_peer_bw is None else replace(model, net_peer_bw=call.net_peer_bw)
 
 
@@ -139,6 +141,19 @@ def call_chunks(call: Call, model: ProtocolModel, nbytes: int | None = None) -> 
     chunks = chunking.call_chunks(comm, model.family, model.protocol, call.collective,
                                   call.nbytes if nbytes is None else nbytes, nranks, model.n_nodes)
     return chunks if call.schedule is not None else replace(chunks, copy_stages=0)
+
+
+def _calibrated(model: ProtocolModel, cal: calibrated.Calibrated | None) -> ProtocolModel:
+    """NCCL's latencies plus the cluster file's calibrated costs: `launch_latency` once per call, `net_step_latency`
+    on the network hop class wherever NCCL charges that class (topology.calibrated)."""
+    if cal is None:
+        return model
+    launch, net = cal.value("launch_latency") or 0.0, cal.value("net_step_latency") or 0.0
+    if not launch and not net:
+        return model
+    hop = list(model.hop_latency)
+    hop[HOP_NET] += net
+    return replace(model, base_latency=model.base_latency + launch, hop_latency=(hop[0], hop[1], hop[2]))
 
 
 def plan_traffic(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts: Options, model: ProtocolModel) -> Plan:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -71,7 +73,8 @@ class Result:
     `bandwidth_time` (data on the bottleneck links, pipelined over slices). `algbw`/`busbw` follow nccl-tests.
     `link_bytes`/`link_util` are per link of `topo` (wire bytes, fraction of physical capacity over `time`).
     `level` says which model produced the number ('flow' or 'analytical'). `limiter` says what bounds the
-    bandwidth time: the busiest links (`bottlenecks`) or a rate cap, with its value and source.
+    bandwidth time: the busiest links (`bottlenecks`) or a rate cap, with its value and source. `timeline` is
+    built when first read (traces and tests read it; a tuner's or validation's thousands of results never do).
     """
 
     collective: str
@@ -91,11 +94,16 @@ class Result:
     bottleneck_count: int  # how many links tie as the bottleneck
     link_bytes: np.ndarray
     link_util: np.ndarray
-    timeline: Timeline
+    timeline_of: Callable[[], Timeline] = field(compare=False)  # builds `timeline` on first use
     slices: int  # pipeline slices per channel (NCCL slice size)
     slowdown: float  # bandwidth-time factor from sharing the fabric with other jobs (1: alone)
     topo: Topology
     connection_bytes: float = 0.0  # wire bytes one connection moves over the whole collective (mean over connections)
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        """Steps (and, for small runs, flows) with their start and end times."""
+        return self.timeline_of()
 
     def __repr__(self) -> str:  # the arrays and the topology would print hundreds of KB at scale
         neck = f", bottleneck {self.bottlenecks[0].name}" if self.bottlenecks else ""

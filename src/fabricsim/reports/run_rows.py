@@ -13,7 +13,8 @@ from fabricsim.reports.results import perf_row, train_row
 
 def _cluster(label: str, spec: Any, n_gpus: int) -> dict[str, Any]:
     fields = asdict(spec) if spec is not None else {}
-    return {"cluster": label, **{f"cluster.{k}": v for k, v in fields.items()}, "cluster.gpus": n_gpus}
+    return {"cluster": label, **{f"cluster.{k}": v for k, v in fields.items() if k != "calibrated"},  # as sweeps' rows
+            "cluster.gpus": n_gpus}
 
 
 def perf_rows(label: str, spec: Any, n_gpus: int, options: Mapping[str, Any],

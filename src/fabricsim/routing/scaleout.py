@@ -4,11 +4,13 @@ A flow climbs only as high as needed: the same leaf (NIC -> leaf -> NIC, 2 hops)
 both leaves (4 hops); otherwise spine -> core -> spine (6 hops). Where several equal-cost next hops
 exist the flow takes one chosen by a hash of (source NIC, destination NIC):
 
-    hop k's choice = splitmix64(key + k * 0x9E3779B97F4A7C15) mod (number of candidates),
+    hop k's choice = splitmix64(key + k * 0x9E3779B97F4A7C15 + seed * 0xD1B54A32D192ED03) mod (candidates),
     key = source NIC device << 32 | destination NIC device,
 
 i.e. the k-th output of Vigna's splitmix64 generator seeded with the flow key, so every hop of a flow
-draws an independent, well-mixed value and distinct flows spread evenly over uplinks. With
+draws an independent, well-mixed value and distinct flows spread evenly over uplinks. `seed` is the switches'
+hash seed (the topology's `ecmp_seed` feature, 0 by default): which flows collide is luck of the hash, so
+`fabricsim perf --ecmp-seeds N` times N seeds and reports the spread, not one seed's outcome. With
 `adaptive=True` (adaptive routing / packet spraying) a flow is instead split evenly over every
 equal-cost candidate at every hop: several weighted paths per pair.
 
@@ -28,6 +30,7 @@ from fabricsim.topology.faulted import Cut
 from fabricsim.topology.model import Topology
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_SEED_STEP = np.uint64(0xD1B54A32D192ED03)  # odd 64-bit multiplier (Steele & Vigna's LXM), a seed's offset
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
@@ -39,11 +42,11 @@ def splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def flow_hash(src_nic: np.ndarray, dst_nic: np.ndarray, hop: int) -> np.ndarray:
-    """Hop `hop`'s ECMP hash of each (source NIC, destination NIC) flow (see module docstring)."""
+def flow_hash(src_nic: np.ndarray, dst_nic: np.ndarray, hop: int, seed: int = 0) -> np.ndarray:
+    """Hop `hop`'s ECMP hash of each (source NIC, destination NIC) flow under hash `seed` (module docstring)."""
     key = (src_nic.astype(np.uint64) << np.uint64(32)) | dst_nic.astype(np.uint64)
     with np.errstate(over="ignore"):
-        return splitmix64(key + np.uint64(hop) * _GOLDEN)
+        return splitmix64(key + np.uint64(hop) * _GOLDEN + np.uint64(seed) * _SEED_STEP)
 
 
 def _up_matrix(tb: Tables, dev: np.ndarray) -> np.ndarray:
@@ -110,6 +113,7 @@ def fabric_paths(topo: Topology, tb: Tables, nic_s: np.ndarray, nic_d: np.ndarra
         nic = int(nic_s[k] if first[k] < 0 else nic_d[k])
         raise FabricsimError(f"{topo.device_name(nic)} is not cabled to a fabric leaf switch: connect it to a leaf")
     leaf_s, leaf_d = topo.link_dst[first].astype(np.int64), topo.link_dst[last].astype(np.int64)
+    seed = int(topo.features.get("ecmp_seed", 0))
     down_last = last ^ 1  # leaf_d -> nic_d
     rows, weights, mats = [], [], []
 
@@ -126,7 +130,7 @@ def fabric_paths(topo: Topology, tb: Tables, nic_s: np.ndarray, nic_d: np.ndarra
     two = two_mask.any(axis=1)
 
     sel = np.flatnonzero(two)
-    r, c, w = _choose(two_mask[sel], flow_hash(nic_s[rest[sel]], nic_d[rest[sel]], 1), adaptive)
+    r, c, w = _choose(two_mask[sel], flow_hash(nic_s[rest[sel]], nic_d[rest[sel]], 1, seed), adaptive)
     pr = rest[sel][r]
     rows.append(pr)
     weights.append(w)
@@ -142,11 +146,11 @@ def fabric_paths(topo: Topology, tb: Tables, nic_s: np.ndarray, nic_d: np.ndarra
         if none.any():
             k = int(np.argmax(none))
             _unreachable(topo, int(leaf_s[p_idx[k]]), int(leaf_d[p_idx[k]]))
-        r1, c1, w1 = _choose(climb, flow_hash(nic_s[p_idx], nic_d[p_idx], 1), adaptive)
+        r1, c1, w1 = _choose(climb, flow_hash(nic_s[p_idx], nic_d[p_idx], 1, seed), adaptive)
         l_up1 = up1[sel[r1], c1]
         up2 = _up_matrix(tb, spine[sel[r1], c1])  # spine -> core
         live = up2 >= 0 if tb.core_reach is None else _core_reaches(topo, tb, up2, leaf_d[p_idx[r1]])
-        r2, c2, w2 = _choose(live, flow_hash(nic_s[p_idx[r1]], nic_d[p_idx[r1]], 2), adaptive)
+        r2, c2, w2 = _choose(live, flow_hash(nic_s[p_idx[r1]], nic_d[p_idx[r1]], 2, seed), adaptive)
         core = topo.link_dst[up2[r2, c2]].astype(np.int64)
         pair = p_idx[r1[r2]]
         up_d = _up_matrix(tb, leaf_d[pair])  # leaf_d -> spine'
@@ -157,7 +161,7 @@ def fabric_paths(topo: Topology, tb: Tables, nic_s: np.ndarray, nic_d: np.ndarra
         if lost.any():
             k = int(np.argmax(lost))
             _unreachable(topo, int(core[k]), int(leaf_d[pair[k]]))
-        r3, c3, w3 = _choose(ok, flow_hash(nic_s[pair], nic_d[pair], 3), adaptive)
+        r3, c3, w3 = _choose(ok, flow_hash(nic_s[pair], nic_d[pair], 3, seed), adaptive)
         q = pair[r3]
         rows.append(q)
         weights.append(w1[r2[r3]] * w2[r3] * w3)

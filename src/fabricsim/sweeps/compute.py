@@ -40,7 +40,7 @@ def point_row(task: dict, point: dict) -> dict[str, Any]:
     row.update({f"{compute}.{k}": v for k, v in point["options"].items()})
     try:
         spec, first = resolve(task["base"], point["cluster"])
-        row.update({f"cluster.{k}": v for k, v in asdict(spec).items()})
+        row.update({f"cluster.{k}": v for k, v in asdict(spec).items() if k != "calibrated"})
         row["cluster.gpus"] = first or spec.nodes * spec.gpus_per_node
         module, _, name = kinds.KINDS[compute].compute.partition(":")
         row.update(getattr(importlib.import_module(module), name)(spec, first, point["options"]))

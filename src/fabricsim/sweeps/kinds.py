@@ -44,8 +44,9 @@ def _cluster_options() -> dict[str, Any]:
     from fabricsim.topology.spec import MAX_GPUS, ClusterSpec
 
     hints = typing.get_type_hints(ClusterSpec, include_extras=True)
-    # faults are not a sweep axis: a sweep column holds one value, and a failures sweep is `fabricsim whatif failures`
-    options = {f.name: hints[f.name] for f in fields(ClusterSpec) if f.name != "faults"}
+    # every scalar setting of a cluster; `calibrated` is fitted to logs (fabricsim calibrate), not swept, and faults
+    # are not an axis either: a sweep column holds one value, and a failures sweep is `fabricsim whatif failures`
+    options = {f.name: hints[f.name] for f in fields(ClusterSpec) if f.name not in ("calibrated", "faults")}
     options["gpus"] = Annotated[int, Meta(ge=1, le=MAX_GPUS, description="GPUs the run uses: whole nodes or racks "
                                                                           "size the cluster, fewer than one node run "
                                                                           "on its first GPUs")]

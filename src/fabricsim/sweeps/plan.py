@@ -242,6 +242,9 @@ def _base(cluster: str, where: Path) -> tuple[dict[str, Any], str, str]:
         raise FabricsimError(f"{where}: cluster file {cluster} has a faults section: a sweep runs healthy clusters; "
                              "drop it (fabricsim whatif failures sweeps failures, perf --fail runs one)")
     fields = spec.fields()  # plain data for the workers and the key
+    if fields.pop("calibrated", None) is not None:
+        raise FabricsimError(f"{where}: cluster file {cluster} has a calibrated: section, which sweeps do not carry "
+                             "yet: sweep the cluster file without it (its fitted values would be lost)")
     identity = json.dumps(fields, sort_keys=True)
     return {"spec": fields}, cluster, "spec:" + hashlib.sha256(identity.encode()).hexdigest()
 

@@ -14,10 +14,11 @@ from fabricsim.topology.model import DeviceKind, Topology
 from fabricsim.topology.presets import PRESETS, preset_spec
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.topology.validate import validate
-from fabricsim.topology.variants import with_link_capacity, without_links
+from fabricsim.topology.variants import with_ecmp_seed, with_link_capacity, without_links
 
 __all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Faults", "Topology", "apply_faults", "build", "load_cluster",
-           "load_spec", "preset_spec", "save_cluster", "validate", "with_link_capacity", "without_links"]
+           "load_spec", "preset_spec", "save_cluster", "validate", "with_ecmp_seed", "with_link_capacity",
+           "without_links"]
 
 
 def build(spec: ClusterSpec) -> Topology:

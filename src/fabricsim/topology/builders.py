@@ -187,6 +187,7 @@ def build_topology(spec: ClusterSpec) -> Topology:
             "transport": spec.net_transport or None, "nics_per_gpu": spec.nics_per_gpu, "nic_ports": P,
             "cpu_vendor": spec.vendor,
             "sharp": spec.sharp, "gpudirect": spec.gpudirect, "nvls": spec.nvls, "p2p": spec.p2p, "routing": spec.routing,
+            "ecmp_seed": spec.ecmp_seed,
             "rail_optimized": spec.rail_optimized, "gpus_per_node": G, "gpus_per_domain": spec.domain_size,
             "nodes": N, "nics_per_node": spec.nics_per_node, "fabric_levels": tree.levels if tree else 0,
             "fabric_planes": tree.planes if tree else 0,

@@ -15,6 +15,7 @@ from typing import Annotated, Literal, get_args
 from msgspec import Meta
 
 from fabricsim import hardware, inputs
+from fabricsim.topology.calibrated import Calibrated
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.faults import NO_FAULTS, Faults
 
@@ -40,7 +41,7 @@ MAX_NVLINKS = 64  # NVLinks of one GPU (B200 has 18)
 # Fields added after cluster files were first written: `to_yaml` writes them only where they differ from their
 # default, so a file written before they existed reads and writes back byte for byte.
 _WRITTEN_WHEN_SET = ("transport", "nic_ports", "pcie_gen", "pcie_lanes", "pcie_switch_lanes", "nvlinks", "cpu_vendor",
-                     "rack_trays", "domain_racks")
+                     "rack_trays", "domain_racks", "ecmp_seed", "calibrated")
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ class ClusterSpec:
     routing: how the fat tree spreads flows over equal-cost paths: 'ecmp' (static, one hashed path per
     flow: Ethernet ECMP, InfiniBand's static forwarding tables) or 'adaptive' (every flow spread evenly
     over all paths: InfiniBand adaptive routing, Spectrum-X packet spraying, EFA's SRD).
+    ecmp_seed: the switches' hash seed under 'ecmp' (which flows share an uplink is the hash's luck; `perf
+    --ecmp-seeds N` reports the spread over N seeds from this one).
 
     What a user reads off `nvidia-smi topo -m`, `ibstat` and the instance page:
     transport: the software moving bytes over the fabric (hardware.TRANSPORTS): 'ib' (NCCL's IB verbs on
@@ -78,6 +81,8 @@ class ClusterSpec:
     rack_trays / domain_racks (nvl72): compute trays a rack holds (0: as many as the NVLink domain uses) and the
     racks one NVLink domain spans; the domain's trays in use are domain_size / gpus_per_node.
     faults: parts that are down or degraded (`topology.faults`); `build` applies them to the healthy cluster.
+    calibrated: physical parameters `fabricsim calibrate` fitted to the user's logs (topology.calibrated);
+    None: the catalog's figures.
     """
 
     name: Annotated[str, Meta(min_length=1, description="cluster name, printed in every report")]
@@ -123,6 +128,10 @@ class ClusterSpec:
                                                                        "in use)")] = 0
     domain_racks: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="nvl72: racks one NVLink domain "
                                                                          "spans")] = 1
+    ecmp_seed: Annotated[int, Meta(ge=0, le=2**32 - 1, description="the switches' ECMP hash seed: which equal-cost "
+                                                                   "path each flow takes (ecmp routing)")] = 0
+    calibrated: Annotated[Calibrated | None, Meta(description="parameters fitted to the user's nccl-tests logs "
+                                                               "(fabricsim calibrate), with their provenance")] = None
     faults: Annotated[Faults, Meta(description="failed and degraded parts (fail, degrade, seed)")] = NO_FAULTS
 
     def __post_init__(self) -> None:
@@ -135,7 +144,8 @@ class ClusterSpec:
         mapping of lists, left out when there are none (a seed alone is kept, so the spec reads back equal)."""
         import msgspec
 
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "faults"}
+        values = dataclasses.asdict(self)
+        del values["faults"]  # a msgspec Struct, which asdict copies as it is
         for name in _WRITTEN_WHEN_SET:
             if values[name] == _DEFAULTS[name]:
                 del values[name]
@@ -148,7 +158,15 @@ class ClusterSpec:
         """YAML text that `from_yaml` reads back into an equal spec."""
         import yaml  # here, not at module level: a preset run never loads the YAML parser
 
-        return yaml.safe_dump(self.fields(), sort_keys=False)
+        values = self.fields()
+        if values.get("calibrated") is not None:  # tuples as YAML lists
+            cal = {k: v for k, v in values["calibrated"].items() if v is not None}
+            cal["logs"] = list(cal.get("logs", ()))
+            for entry in cal.values():
+                if isinstance(entry, dict):
+                    entry["logs"] = list(entry["logs"])
+            values["calibrated"] = cal
+        return yaml.safe_dump(values, sort_keys=False)
 
     @property
     def net_transport(self) -> str:

@@ -22,7 +22,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
 from fabricsim.topology.validate import components, validate
 
-__all__ = ["link_indices", "with_link_capacity", "without_links"]
+__all__ = ["link_indices", "with_ecmp_seed", "with_link_capacity", "without_links"]
 
 
 def link_indices(topo: Topology, links) -> np.ndarray:
@@ -90,3 +90,12 @@ def without_links(topo: Topology, links) -> Topology:
                       link_count=topo.link_count[kept], link_origin=origin.astype(np.int64))
     validate(variant)
     return variant
+
+
+def with_ecmp_seed(topo: Topology, seed: int) -> Topology:
+    """`topo` whose switches hash flows onto equal-cost paths with `seed` (routing.scaleout.flow_hash): the same
+    devices and links, its own routes. Under 'ecmp' routing which flows collide on an uplink depends on it."""
+    if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise FabricsimError(f"ECMP seed {seed!r} must be a whole number from 0 to {2**32 - 1}")
+    spec = topo.spec if topo.spec is None else replace(topo.spec, ecmp_seed=int(seed))
+    return replace(topo, features={**topo.features, "ecmp_seed": int(seed)}, spec=spec)

@@ -1,0 +1,59 @@
+"""A user's nccl-tests log on a given cluster, ready to fit: parsed, its ranks placed, its NCCL environment applied.
+
+The log is read as `fabricsim doctor` reads one (diagnosis.facts: the NCCL version and environment lines it
+prints; diagnosis.infer.given: the ranks the run used on the cluster), then made a `validation.logs.LogCase`,
+the form every prediction of a real log takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+
+from fabricsim.diagnosis import infer
+from fabricsim.diagnosis.facts import read_facts
+from fabricsim.errors import FabricsimError
+from fabricsim.schedules.layout import COLLECTIVES
+from fabricsim.topology.spec import ClusterSpec
+from fabricsim.validation.logs import ENV, LogCase, make_case, _version
+
+
+def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mapping[str, str] | None = None,
+              nccl_version: str | None = None, collective: str | None = None,
+              gpus: int | None = None) -> tuple[LogCase, str, ClusterSpec]:
+    """The log at `path` as a case on `cluster`, the sha256 of its bytes, and the cluster it ran on (a preset sized
+    to the log). A calibrated cluster file's calibration is dropped from both: a fit starts from the catalog."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise FabricsimError(f"cannot read nccl-tests log {path}: {err.strerror}; check the path") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise FabricsimError(f"nccl-tests log {path} is not UTF-8 text (byte {err.start}): give the log as "
+                             "nccl-tests printed it") from None
+    try:
+        facts = read_facts(text, path.name, env=env, nccl_version=nccl_version, ranks=gpus)
+        coll = facts.log.collective or collective
+        if facts.log.collective and collective and collective != facts.log.collective:
+            raise FabricsimError(f"the log ran {facts.log.collective} but --collective says {collective}: drop --collective")
+        if not coll:
+            raise FabricsimError("the log does not name its collective (no '<name>_perf' or 'Collective test' line): "
+                                 f"pass --collective ({', '.join(COLLECTIVES)})")
+        if coll not in COLLECTIVES:
+            raise FabricsimError(f"collective {coll!r} is not one fabricsim predicts ({', '.join(COLLECTIVES)})")
+        target = infer.given(cluster, facts)
+        spec = dataclasses.replace(target.spec, calibrated=None)
+        known = {k: v for k, v in facts.env.items() if k in ENV}
+        case = make_case(path.stem, facts.log, spec, target.ranks, coll, known, _version(facts.nccl_version),
+                         text=text, gaps=target.gaps)
+    except FabricsimError as err:
+        raise FabricsimError(f"{path.name}: {err}") from None
+    if not case.rows:
+        raise FabricsimError(f"{path.name}: nothing to fit: no data row with an out-of-place time (nccl-tests prints "
+                             "them as '  size count type redop root time algbw busbw #wrong ...'); give the whole log")
+    return case, hashlib.sha256(data).hexdigest(), spec
+
