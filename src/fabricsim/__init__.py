@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_API = ("CalibrationResult", "Cluster", "CompareResult", "FabricsimError", "JobsResult", "PerfResult", "SweepResult",
-        "TrainResult", "calibrate", "cluster", "compare", "doctor", "jobs", "perf", "report", "sizes", "sweep", "train")
+_API = ("CalibrationResult", "Cluster", "CompareResult", "FabricsimError", "FailuresResult", "JobsResult",
+        "PerfResult", "SweepResult", "TrainResult", "calibrate", "cluster", "compare", "degrade", "doctor", "fail",
+        "failures", "jobs", "perf", "report", "sizes", "sweep", "train")
 __all__ = ["__version__", *_API]
 
 if TYPE_CHECKING:
     from fabricsim.api import (
-        CalibrationResult, Cluster, CompareResult, FabricsimError, JobsResult, PerfResult, SweepResult, TrainResult,
-        calibrate, cluster, compare, doctor, jobs, perf, report, sizes, sweep, train,
+        CalibrationResult, Cluster, CompareResult, FabricsimError, FailuresResult, JobsResult, PerfResult,
+        SweepResult, TrainResult, calibrate, cluster, compare, degrade, doctor, fail, failures, jobs, perf, report,
+        sizes, sweep, train,
     )
 
 

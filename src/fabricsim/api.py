@@ -4,7 +4,8 @@
     r = fs.perf(c, "all_reduce", fs.sizes("8", "8G", factor=8))
     r.to_pandas()                                            # the nccl-tests figures, one row per size
 
-`cluster` builds a cluster and says which GPU ranks a run uses; `perf` predicts an nccl-tests sweep;
+`cluster` builds a cluster and says which GPU ranks a run uses, with its failed and degraded parts (`faults`, or
+`fail` / `degrade` on a cluster: a new cluster); `perf` predicts an nccl-tests sweep;
 `compare` scores a real nccl-tests log against the prediction; `doctor` finds where a real log falls short of its
 hardware and ranks the likely causes; `train` times training steps; `sweep` runs a sweep file's design space into a
 results file and `report` draws results as an HTML page. Each returns
@@ -33,17 +34,21 @@ if TYPE_CHECKING:
     from fabricsim.fitting.fit import FitResult
     from fabricsim.reports.compare import CompareRow, CompareSummary
     from fabricsim.reports.ecmp import EcmpSpread
+    from fabricsim.reports.failures import Row as FailuresRow
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.nccltests_table import PerfRow
     from fabricsim.topology.spec import Routing
     from fabricsim.reports.sweep import ExplainRow
-    from fabricsim.topology import ClusterSpec, Topology
+    from fabricsim.topology import ClusterSpec, Faults, Topology
+    from fabricsim.topology.faulted import FaultReport
     from fabricsim.training.models import ModelSpec
     from fabricsim.training.step import StepResult
+    from fabricsim.training.stragglers import WhatIf
     from fabricsim.training.sweep import Exposure, Refused, Wall
 
-__all__ = ["Cluster", "CompareResult", "FabricsimError", "JobsResult", "PerfResult", "SweepResult", "TrainResult",
-           "cluster", "compare", "doctor", "jobs", "perf", "report", "sizes", "sweep", "train"]
+__all__ = ["Cluster", "CompareResult", "FabricsimError", "FailuresResult", "JobsResult", "PerfResult", "SweepResult",
+           "TrainResult", "cluster", "compare", "degrade", "doctor", "fail", "failures", "jobs", "perf", "report",
+           "sizes", "sweep", "train"]
 
 Progress = Callable[[int, int], None]  # progress(done, total)
 SweepProgress = Callable[[int, int, int], None]  # progress(points done, points in all, points failed)
@@ -77,8 +82,13 @@ class Cluster:
 
     @property
     def spec(self) -> ClusterSpec:
-        """The cluster's spec (what `fabricsim topo save` writes)."""
+        """The cluster's spec (what `fabricsim topo save` writes), its faults included."""
         return self.topology.spec
+
+    @property
+    def faults(self) -> FaultReport | None:
+        """What the cluster's faults are and what they resolved to (`lines`); None for a healthy cluster."""
+        return self.topology.features.get("faults")
 
     def summary(self) -> dict[str, Any]:
         """The hardware summary of `fabricsim topo show` (SI units) and the ranks the run uses."""
@@ -91,7 +101,8 @@ class Cluster:
         nodes = int(spec.nodes) if spec is not None else 0
         gpu = spec.gpu if spec is not None else "GPU"
         used = f"ranks {rank_ranges(self.ranks)} of {self.total_gpus:,} {gpu}" if self.partial else f"{self.n_gpus:,} x {gpu}"
-        return f"Cluster({self.name!r}: {used}, {nodes:,} node{'s' * (nodes != 1)})"
+        faults = f", faults: {self.faults.faults.text()}" if self.faults is not None else ""
+        return f"Cluster({self.name!r}: {used}, {nodes:,} node{'s' * (nodes != 1)}{faults})"
 
 
 def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
@@ -144,12 +155,14 @@ def _per_node(nodes: int, gpus: int) -> int:
 
 
 def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gpus: int | None = None, *,
-            routing: str | None = None) -> Cluster:
+            routing: str | None = None, faults: Faults | Mapping[str, Any] | None = None) -> Cluster:
     """Build a preset (`fabricsim topo list`), a cluster YAML file or a `ClusterSpec`.
 
     `nodes` / `gpus` size a preset. `gpus` below one node (or one NVL72 rack) builds the whole node and runs on
     its first `gpus` ranks; `nodes` and `gpus` together run `gpus / nodes` ranks on each node (nccl-tests' `-g 4`
-    on two 8-GPU servers). `routing` ('ecmp' | 'adaptive') replaces the cluster's fat-tree routing."""
+    on two 8-GPU servers). `routing` ('ecmp' | 'adaptive') replaces the cluster's fat-tree routing. `faults` (a
+    `topology.Faults`, or a mapping as a cluster file's `faults:` section: {'fail': ['spine3'], 'degrade':
+    ['node5.gpu3:0.5'], 'seed': 7}) adds to the file's own failed and degraded parts."""
     import numpy as np
 
     from fabricsim import topology
@@ -162,6 +175,8 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
     if per_node is not None and per_node > spec.gpus_per_node:
         raise FabricsimError(f"--nodes {nodes} --gpus {gpus} is {per_node} GPUs per node, but {spec.name} has "
                              f"{spec.gpus_per_node} per node: use --gpus up to {spec.nodes * spec.gpus_per_node}")
+    if faults is not None:
+        spec = replace(spec, faults=spec.faults.plus(_faults(faults)))
     topo = topology.build(replace(spec, routing=cast("Routing", routing)) if routing else spec)  # checked above
     if per_node is not None:
         ranks = np.flatnonzero(topo.dev_local[topo.gpu_device] < per_node)
@@ -174,6 +189,39 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
 
 def _as_cluster(c: Cluster | str | Path | ClusterSpec) -> Cluster:
     return c if isinstance(c, Cluster) else cluster(c)
+
+
+def _faults(value: Faults | Mapping[str, Any]) -> Faults:
+    """A `Faults`, or one read from a mapping as a cluster file's faults section is (every problem one error)."""
+    from fabricsim import inputs
+    from fabricsim.topology import Faults
+
+    if isinstance(value, Faults):
+        return value
+    return cast("Faults", inputs.convert(dict(value) if isinstance(value, Mapping) else value, Faults, "faults"))
+
+
+def fail(cluster: Cluster, *targets: str, seed: int | None = None) -> Cluster:
+    """`cluster` with `targets` down (device names, globs, links 'A -> B', counts 'random:2%:spine-links'; see
+    `topology.faults`), on the same ranks: a new cluster, the given one unchanged."""
+    from fabricsim.topology.faults import faults_of
+
+    return _with_faults(cluster, faults_of(fail=targets, seed=seed))
+
+
+def degrade(cluster: Cluster, *targets: str, seed: int | None = None) -> Cluster:
+    """`cluster` with each 'SPEC:FACTOR' target left at that share of its capacity (links, every link of a device) or
+    compute speed (a GPU), on the same ranks: a new cluster, the given one unchanged."""
+    from fabricsim.topology.faults import faults_of
+
+    return _with_faults(cluster, faults_of(degrade=targets, seed=seed))
+
+
+def _with_faults(c: Cluster, extra: Faults) -> Cluster:
+    from fabricsim import topology
+
+    topo = topology.build(replace(c.spec, faults=c.spec.faults.plus(extra)))
+    return Cluster(topo.name, c.source, topo, c.ranks)
 
 
 def sizes(minbytes: int | str, maxbytes: int | str | None = None, *, factor: float | None = None,
@@ -235,6 +283,7 @@ class PerfResult:
                 "level": self.level or None, "library": self.library, "nccl": self.nccl,
                 "routing": topo.features.get("routing") if topo.features.get("fabric") else None,
                 "algo": list(self.algo) if self.algo else None, "proto": list(self.proto) if self.proto else None,
+                "faults": list(c.faults.lines) if c.faults is not None else None,
                 **({"ecmp_seeds": list(self.ecmp[0].seeds)} if self.ecmp else {})}
 
     def to_records(self) -> list[dict[str, Any]]:
@@ -319,7 +368,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
                               cost_model=cost_model, library=library)
     size_list = _size_list(sizes)
     algos, protos = _names(algo, "algo", collective), _names(proto, "proto", collective)
-    notes = forced_notes(c.topology, c.ranks, collective, algos)
+    notes = forced_notes(c.topology, c.ranks, collective, algos) + _fault_notes(c, cost_model)
     rel = release(nccl_version)
     seeds = ecmp.check_seeds(ecmp_seeds)
     if seeds > 1 and cost_model != "fabricsim":
@@ -342,6 +391,98 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
                       tuple(p.pick for p in points), tuple(notes), tuple(algos) if algos else None,
                       tuple(protos) if protos else None, rel.label, nccl_version, tuple(spread))
+
+
+def _fault_notes(c: Cluster, cost_model: str) -> list[str]:
+    """What a collective on a faulted cluster does not show: slow GPUs' compute, and faults under NCCL's own model."""
+    report = c.faults
+    if report is None:
+        return []
+    out = []
+    slow = [r for r, _ in report.gpu_speed if r in set(c.ranks.tolist())]
+    if slow:
+        out.append(f"a slow GPU's compute ({len(slow)} GPU{'s' * (len(slow) != 1)} throttled) does not change a collective's time "
+                   "here: fabricsim times collectives on links and NCCL's caps; `train` charges a slow GPU's compute")
+    if cost_model == "nccl":
+        out.append("NCCL's cost model sees only the NVLink and NIC counts of a degraded node, not the failed switches "
+                   "and cables: use --cost-model fabricsim for their effect")
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class FailuresResult:
+    """A failures sweep (`failures`): per count of failed elements, every seed's draw (`rows`: median and worst busbw,
+    the worst draw's bottleneck and what it failed)."""
+
+    cluster: Cluster
+    collective: str
+    nbytes: int
+    what: str
+    seeds: int
+    size: int  # elements of `what` the cluster has (physical cables for a link class)
+    rows: tuple[FailuresRow, ...]
+
+    def title(self) -> str:
+        from fabricsim.reports.failures import title
+
+        topo = self.cluster.topology
+        return title(self.cluster.name, self.cluster.n_gpus, self.collective, self.nbytes, self.what, self.seeds,
+                     topo.features.get("routing") if topo.features.get("fabric") else None)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One dict per count (SI units), with every draw."""
+        from fabricsim.reports.failures import records
+
+        return records(self.rows, self.rows[0].median if self.rows[0].failed == 0 else 0.0)
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The records as a DataFrame, without the per-draw lists (needs the `fabricsim[pandas]` extra)."""
+        return _dataframe([{k: v for k, v in r.items() if k != "draws"} for r in self.to_records()])
+
+    def table(self) -> str:
+        """The sweep as `fabricsim whatif failures` prints it."""
+        from fabricsim.reports.failures import format_table
+
+        return format_table(self.rows, self.title(), self.what)
+
+    def figure(self) -> Any:
+        """busbw against the number failed: a matplotlib Figure (needs `fabricsim[plot]`)."""
+        from fabricsim.reports.failures import figure
+
+        return figure(self.rows, self.title(), self.what, self.size)
+
+    def __repr__(self) -> str:
+        counts = [r.failed for r in self.rows]
+        return (f"FailuresResult({self.collective} on {self.cluster.name}, {self.what} failed {counts[0]}..{counts[-1]}, "
+                f"median busbw {self.rows[0].median / 1e9:.1f} -> {self.rows[-1].median / 1e9:.1f} GB/s)")
+
+
+def failures(cluster: Cluster | str | Path | ClusterSpec, collective: str, size: int | str, *,
+             fail_counts: str | Iterable[int] = "0..4", what: str = "spines", seeds: int = 5,
+             algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None, level: str | None = None,
+             progress: Progress | None = None) -> FailuresResult:
+    """`collective` at `size` on `cluster` with each count of `fail_counts` ('0..8', or a list) of `what` (spines,
+    leaves, cores, nics, nvswitches, or cables: nic-links, spine-links, core-links, links, nvlinks) failed, each count
+    drawn with `seeds` seeds (`random:K:what`), timed as `perf` times it."""
+    import numpy as np
+
+    from fabricsim.reports import failures as F
+    from fabricsim.reports.sweep import check_options, predict
+    from fabricsim.units import parse_size
+
+    c = _as_cluster(cluster)
+    level_run = check_options(collective, c.n_gpus, dtype="float", redop="sum", root=0, level=level,
+                              cost_model="fabricsim", library="nccl")
+    nbytes = parse_size(size)
+    counts = F.parse_counts(fail_counts if isinstance(fail_counts, str) else ",".join(str(k) for k in fail_counts))
+    algos, protos = _names(algo, "algo", collective), _names(proto, "proto", collective)
+
+    def timer(topo: Topology) -> tuple[float, str, Any]:
+        point = predict(topo, c.ranks, collective, [nbytes], algos=algos, protos=protos, level=level_run or "flow")[0]
+        return point.row.busbw, f"{point.row.algo}/{point.row.proto}", point.pick.result
+
+    rows = F.sweep(c.topology, np.asarray(c.ranks), collective, nbytes, counts, what, seeds, timer, progress)
+    return FailuresResult(c, collective, nbytes, what, seeds, F.class_size(c.topology, what), tuple(rows))
 
 
 @dataclass(frozen=True, eq=False)
@@ -423,7 +564,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
                               library="nccl")
     algos, protos = _names(algo, "algo", coll), _names(proto, "proto", coll)
-    notes = forced_notes(c.topology, c.ranks, coll, algos)
+    notes = forced_notes(c.topology, c.ranks, coll, algos) + _fault_notes(c, cost_model)
     kept, skipped = report.comparable(parsed.rows, placement)
     done = [0]
 
@@ -443,7 +584,8 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     meta = {"fabricsim_version": __version__, "log": str(log) if not isinstance(log, ParsedLog) else None,
             "collective": coll, "log_nranks": parsed.nranks, "nccl_version": parsed.nccl_version, "cluster": c.name,
             "gpus": c.n_gpus, "ranks": rank_ranges(c.ranks), "placement": placement, "cost_model": cost_model,
-            "level": level_run or None, "nccl": rel.label}
+            "level": level_run or None, "nccl": rel.label,
+            "faults": list(c.faults.lines) if c.faults is not None else None}
     return CompareResult(tuple(rows), report.summarize(rows), tuple(skipped), meta, tuple(notes))
 
 
@@ -555,6 +697,7 @@ class TrainResult:
     exposures: Mapping[str, tuple[Exposure, ...]]
     failed: Mapping[str, str]
     notes: tuple[str, ...] = ()
+    whatif: WhatIf | None = None  # per count what the faults and jitter cost (the 'what-if' runs)
 
     def ran(self, label: str = "baseline") -> list[StepResult]:
         """The step results of the counts that ran, for one variant."""
@@ -573,10 +716,10 @@ class TrainResult:
         return _dataframe(self.to_records())
 
     def title(self, label: str = "baseline") -> str:
-        """'llama3-70b on superpod-h100', and the variant for another label."""
-        from fabricsim.training.variants import VARIANTS
+        """'llama3-70b on superpod-h100', and the variant (or the faults) for another label."""
+        from fabricsim.training.runs import variant_name
 
-        return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {VARIANTS[label][0]}")
+        return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {variant_name(label, self.whatif)}")
 
     def report(self, path: str | Path, title: str | None = None) -> Path:
         """Write the HTML report of this run (tokens/s per GPU and MFU against GPUs per variant, the table) to `path`
@@ -611,13 +754,17 @@ def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | Cluster
           seq: int | None = None, global_batch: int | None = None, micro_batch: int | None = None,
           precision: str | None = None, recompute: str | None = None, efficiency: float | None = None,
           search: bool = False, compare: Iterable[str] = (), progress: Progress | None = None,
-          **options: Any) -> TrainResult:
+          faults: Faults | Mapping[str, Any] | None = None, jitter: float | None = None, steps: int | None = None,
+          seed: int | None = None, **options: Any) -> TrainResult:
     """Step time, tokens/s, MFU, memory and exposed communication of `model` (a built-in name, a YAML file or a
     ModelSpec) on `cluster` at each GPU count, and the scaling wall; `compare` adds interconnect variants ('pcie',
     'xdr', 'nvl72', 'sharp', 'no-gpudirect', 'routing'); `search` considers every TP x PP (x EP) layout that fits
     and keeps the fastest. Layout sizes left None are chosen per count (Megatron's defaults); `options` are the
     other `fabricsim train` settings by name (etp, tp_overlap, dp_overlap, dispatcher, capacity_factor, ...).
-    A count that cannot run is a `Refused` row with the reason; the others run."""
+    A count that cannot run is a `Refused` row with the reason; the others run. `faults` (as in `cluster`: slow GPUs
+    'node5.gpu3:0.5', slow NICs or links, failed parts) and `jitter` (the lognormal sigma of every GPU's compute
+    per step, over `steps` steps drawn with `seed`) add the 'what-if' runs and `TrainResult.whatif`: what one
+    straggler costs on the step's critical path, and the step-time distribution."""
     from fabricsim.training.runs import train_sweep
 
     counts = [gpus] if isinstance(gpus, int) else list(gpus)
@@ -625,10 +772,15 @@ def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | Cluster
         raise FabricsimError("give positive GPU counts, e.g. --gpus 8,64,512")
     given = dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vp=vp, zero=zero, sp=sp, global_batch=global_batch,
                  micro_batch=micro_batch, precision=precision, recompute=recompute, **options)
+    extra = _faults(faults) if faults is not None else None
+    if isinstance(cluster, Cluster) and cluster.spec.faults:  # a faulted cluster: the baseline is it healthy
+        extra = cluster.spec.faults.plus(extra) if extra is not None else cluster.spec.faults
     sweep = train_sweep(model, _train_cluster(cluster), counts, search=search, compare=compare,
-                        efficiency=efficiency, seq=seq, progress=progress, **given)
+                        efficiency=efficiency, seq=seq, progress=progress, faults=extra, jitter=jitter, steps=steps,
+                        seed=seed, **given)
     return TrainResult(sweep.model, sweep.cluster, {k: tuple(v) for k, v in sweep.runs.items()}, dict(sweep.walls),
-                       {k: tuple(v) for k, v in sweep.exposures.items()}, dict(sweep.failed), tuple(sweep.warnings))
+                       {k: tuple(v) for k, v in sweep.exposures.items()}, dict(sweep.failed), tuple(sweep.warnings),
+                       sweep.whatif)
 
 
 @dataclass(frozen=True, eq=False)
@@ -709,8 +861,10 @@ def report(results: str | Path | Sequence[str | Path], output: str | Path, *, po
 
 def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | ClusterSpec:
     """What the training sweep sizes per GPU count: a preset name or YAML path, or a spec template (a cluster
-    whose routing was overridden keeps the override)."""
+    whose routing was overridden keeps the override); healthy (`train` runs a faulted cluster's faults as its
+    what-if)."""
     from fabricsim import topology
+    from fabricsim.topology.faults import NO_FAULTS
 
     if isinstance(cluster, Path):
         return str(cluster)
@@ -719,6 +873,8 @@ def _train_cluster(cluster: Cluster | str | Path | ClusterSpec) -> str | Cluster
     if cluster.partial:
         raise FabricsimError(f"{cluster!r} runs on part of the cluster; train sizes the cluster for each GPU count "
                              f"itself: pass {cluster.source!r} and the counts")
+    if cluster.spec.faults and cluster.source not in topology.PRESETS:
+        return replace(cluster.spec, faults=NO_FAULTS)
     if cluster.source not in topology.PRESETS and not Path(cluster.source).is_file():
         return cluster.spec  # built from a ClusterSpec: the template itself
     default = topology.load_spec(cluster.source)

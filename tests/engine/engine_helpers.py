@@ -58,9 +58,9 @@ def step(src, dst, nbytes, repeat: int = 1, innet=()) -> StepTraffic:
                        innet=tuple(innet), repeat=repeat)
 
 
-def bfs_route_pairs(topo: Topology, src_ranks, dst_ranks, *, pxn=None, adaptive=False):
+def bfs_route_pairs(topo: Topology, src_ranks, dst_ranks, *, pxn=None, adaptive=False, p2p=False):
     """Shortest-path routing for hand-built topologies: one path per pair, lowest link index first.
-    With `adaptive`, every shortest path of the pair, weighted equally."""
+    With `adaptive`, every shortest path of the pair, weighted equally; `p2p` changes nothing here."""
     from fabricsim.routing.model import PathKind, Routes
 
     paths, pair, weight = [], [], []

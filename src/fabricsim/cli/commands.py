@@ -20,4 +20,5 @@ COMMANDS: dict[str, str] = {
     "train": "fabricsim.cli.train:train",
     "validate": "fabricsim.cli.validate:validate",
     "verify": "fabricsim.cli.verify:verify",
+    "whatif": "fabricsim.cli.whatif:whatif",
 }

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from fabricsim.cli.options import cost_model as pick_cost_model
-from fabricsim.cli.options import (check_report, engine_options, nccl_version_option, notes, report_option,
-                                   routing_option, size_options)
+from fabricsim.cli.options import (check_report, engine_options, fault_lines, fault_options, faults_given,
+                                   nccl_version_option, notes, report_option, routing_option, size_options)
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 
@@ -18,6 +18,7 @@ PERF_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "
 @click.option("--cluster", "-c", required=True, help="Preset name (fabricsim topo list) or a cluster YAML file.")
 @size_options
 @routing_option
+@fault_options
 @click.option("--collective", default=None, type=click.Choice(PERF_COLLECTIVES),
               help="Only for logs that do not name their collective (e.g. nccl-tests v2.9 without the binary line).")
 @engine_options
@@ -28,8 +29,8 @@ PERF_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "
               help="Also save measured vs predicted busbw and time against size (.png, .pdf or .svg).")
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
 @report_option
-def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, nccl_version, placement, level,
-            cost_model, old_model, plot_path, fmt, report_path):
+def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collective, algo, proto, nccl_version,
+            placement, level, cost_model, old_model, plot_path, fmt, report_path):
     """Compare a real nccl-tests LOG with fabricsim's prediction of the same sizes on a cluster."""
     from fabricsim import api
     from fabricsim.reports import compare as report
@@ -44,7 +45,7 @@ def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, nc
         plot_format(plot_path)  # a bad name fails before the work, not after
     check_report(report_path)
     log = report.read_log(log_path)
-    c = api.cluster(cluster, nodes, gpus, routing=routing)
+    c = api.cluster(cluster, nodes, gpus, routing=routing, faults=faults_given(fail, degrade, seed))
     if log.nranks is not None and log.nranks != c.n_gpus:
         sized = f" --nodes {nodes}" if nodes is not None else ""
         sized += f" --gpus {gpus}" if gpus is not None else ""
@@ -71,4 +72,6 @@ def compare(log_path, cluster, nodes, gpus, routing, collective, algo, proto, nc
     gpus_used = f"{c.n_gpus} of {c.total_gpus} GPUs, ranks {m['ranks']}" if c.partial else f"{c.n_gpus} GPUs"
     how = f"cost model {model}" + (f", engine level {m['level']}" if m["level"] else "") + f", {m['nccl']} rules"
     title = f"fabricsim compare: {m['collective']} log ({ranks}{nccl}, {columns} columns) vs {c.name} ({gpus_used}), {how}"
+    if c.faults is not None:
+        title += "\n" + "\n".join(fault_lines(c.faults))
     click.echo(report.format_table(list(result.rows), result.summary, title, list(result.skipped)), nl=False)

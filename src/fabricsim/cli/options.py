@@ -25,6 +25,37 @@ def size_options(f):
     return click.option("--nodes", type=int, default=None, help="Nodes (servers or NVL72 trays); presets only.")(f)
 
 
+def fault_options(f):
+    """--fail / --degrade / --seed: parts of the cluster that are down or slow (fabricsim.topology.faults)."""
+    f = click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=None,
+                     help="Seed of the random:N:CLASS draws of --fail / --degrade (default 0).")(f)
+    f = click.option("--degrade", multiple=True, metavar="SPEC:FACTOR",
+                     help="Leave SPEC at FACTOR (0-1, or a fraction such as 17/18) of its link capacity, or of its "
+                          "compute speed for a GPU (a straggler); repeatable.")(f)
+    return click.option("--fail", multiple=True, metavar="SPEC",
+                        help="Take SPEC down: a device name or glob (node3.nic0, 'spine*'), a link 'A -> B', or a "
+                             "count (random:2:spines, random:2%:spine-links); repeatable.")(f)
+
+
+def faults_given(fail, degrade, seed):
+    """The --fail / --degrade / --seed values as a `Faults`, or None when none was given."""
+    from fabricsim.topology.faults import faults_of
+
+    if not fail and not degrade:
+        if seed is not None:
+            raise FabricsimError("--seed seeds the random:... draws of --fail / --degrade (and train's --jitter): give one of "
+                                 "them, or drop --seed")
+        return None
+    return faults_of(fail=fail, degrade=degrade, seed=seed)
+
+
+def fault_lines(report) -> list[str]:
+    """'# faults: ...' header lines of a run on a cluster with faults (none for a healthy one)."""
+    if report is None:
+        return []
+    return [f"# faults ({len(report.lines)}):", *(f"#   {line}" for line in report.lines)]
+
+
 def engine_options(f):
     """--algo / --proto / --level / --cost-model (and the deprecated --model): how a prediction is made."""
     f = click.option("--model", "old_model", default=None, hidden=True, type=click.Choice(COST_MODELS),

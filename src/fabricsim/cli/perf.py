@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from fabricsim.cli.options import cost_model as pick_cost_model
-from fabricsim.cli.options import (check_report, engine_options, nccl_version_option, notes, report_option,
-                                   routing_option, size_options)
+from fabricsim.cli.options import (check_report, engine_options, fault_lines, fault_options, faults_given,
+                                   nccl_version_option, notes, report_option, routing_option, size_options)
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.nccltests_table import DTYPE_SIZES
@@ -19,6 +19,7 @@ from fabricsim.schedules import COLLECTIVES as PERF_COLLECTIVES  # every collect
 @click.option("--cluster", "-c", required=True, help="Preset name (fabricsim topo list) or a cluster YAML file.")
 @size_options
 @routing_option
+@fault_options
 @click.option("-b", "--minbytes", default="32M", show_default=True, help="Smallest size (K/M/G suffixes).")
 @click.option("-e", "--maxbytes", default="32M", show_default=True, help="Largest size.")
 @click.option("-f", "--stepfactor", type=float, default=None, help="Multiply the size by this factor each step.")
@@ -40,9 +41,9 @@ from fabricsim.schedules import COLLECTIVES as PERF_COLLECTIVES  # every collect
               help="Time the sweep under N ECMP hash seeds (from the cluster's ecmp_seed): each row is its size's "
                    "median seed, with the busbw spread below (collisions are the hash's luck).")
 @report_option
-def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfactor, stepbytes, datatype, redop, root,
-         algo, proto, nccl_version, fmt, level, cost_model, old_model, library, explain, trace_path, ecmp_seeds,
-         report_path):
+def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbytes, maxbytes, stepfactor, stepbytes,
+         datatype, redop, root, algo, proto, nccl_version, fmt, level, cost_model, old_model, library, explain,
+         trace_path, ecmp_seeds, report_path):
     """Predict nccl-tests output for COLLECTIVE on a cluster (time, algbw, busbw per size)."""
     from fabricsim import api
     from fabricsim.units import parse_size
@@ -61,7 +62,7 @@ def perf(collective, cluster, nodes, gpus, routing, minbytes, maxbytes, stepfact
         raise FabricsimError("--ecmp-seeds adds a spread table that CSV cannot hold: use --format table or json")
     check_report(report_path)
     size_list = api.sizes(minbytes, maxbytes, factor=stepfactor, step=stepbytes)
-    c = api.cluster(cluster, nodes, gpus, routing=routing)
+    c = api.cluster(cluster, nodes, gpus, routing=routing, faults=faults_given(fail, degrade, seed))
     reduced = _fit_hbm(c.topology, parse_size(maxbytes))
     if reduced:  # as nccl-tests: the sweep stops at what the buffers fit in HBM
         click.echo(f"warning: {reduced[0]}", err=True)
@@ -126,6 +127,7 @@ def _table(result, reduced_to: int | None = None) -> str:
             + (f", engine level {result.level}" if result.level else "")
             + (f", {topo.features['routing']} routing" if topo.features.get("fabric") and result.level else "")
             + f", {result.nccl} rules"]
+    head += fault_lines(c.faults)
     if reduced_to is not None:
         head.append(f"#\n# Reducing maxBytes to {reduced_to} due to memory limitation")
     if result.collective == "alltoall" and c.n_gpus > MAX_ALLTOALL_RANKS and result.level:

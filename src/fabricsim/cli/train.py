@@ -6,11 +6,11 @@ import json
 
 import click
 
-from fabricsim.cli.options import check_report, report_option
+from fabricsim.cli.options import check_report, fault_options, faults_given, report_option
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 from fabricsim.training import parallel as P
-from fabricsim.training.runs import load_run_file, train_sweep
+from fabricsim.training.runs import WHATIF, load_run_file, train_sweep
 from fabricsim.training.step import GROUPS, StepResult
 from fabricsim.training.sweep import Refused
 from fabricsim.training.variants import VARIANTS
@@ -133,12 +133,19 @@ def _wall_line(wall) -> str:
 @click.option("--plot", type=click.Path(dir_okay=False),
               help="write tokens/s and MFU vs GPUs to this file (.png, .pdf or .svg)")
 @click.option("--compare", multiple=True, type=click.Choice(list(VARIANTS)), help="also run on an interconnect variant (repeatable)")
+@fault_options
+@click.option("--jitter", type=float, default=None, metavar="SIGMA",
+              help="Per-step compute jitter: every GPU's compute time each step times a lognormal factor of mean 1 "
+                   "and this sigma (e.g. 0.05); prints the step-time distribution (median, p99); drawn with --seed")
+@click.option("--steps", type=click.IntRange(1, 100_000), default=None,
+              help="Jittered steps to draw per GPU count (default 200)")
 @click.option("--search", is_flag=True, default=None,
               help="consider every TP x PP (x EP for mixtures of experts) layout that fits in HBM and keep the one with "
                    "the most tokens/s (--tp / --pp / --ep fix that size; default: the smallest PP, then TP, that fits)")
 @report_option
-def train(model_name, cluster, gpus, run_file, fmt, plot, report_path, **options):
-    """Step time, tokens/s, MFU, memory and exposed communication per GPU count, and the scaling wall."""
+def train(model_name, cluster, gpus, run_file, fmt, plot, report_path, fail, degrade, seed, jitter, steps, **options):
+    """Step time, tokens/s, MFU, memory and exposed communication per GPU count, and the scaling wall; with --fail /
+    --degrade (a slow GPU, NIC or link) or --jitter, what they cost on the step's critical path."""
     given = load_run_file(run_file) if run_file else {}
     given.update({k: v for k, v in dict(model=model_name, cluster=cluster, gpus=gpus).items() if v is not None})
     given.update({k: v for k, v in options.items() if v is not None and not (k == "compare" and not v)})
@@ -151,8 +158,10 @@ def train(model_name, cluster, gpus, run_file, fmt, plot, report_path, **options
         plot_format(plot)  # a bad name or a missing matplotlib fails before the work, not after
     check_report(report_path)
     model, where, counts = given.pop("model"), given.pop("cluster"), _counts(given.pop("gpus"))
+    faults = faults_given(fail, degrade, seed) if fail or degrade or not jitter else None  # --seed: draws and jitter
     with progress_bar("train") as progress:
-        sweep = train_sweep(model, where, counts, progress=progress, **given)
+        sweep = train_sweep(model, where, counts, progress=progress, faults=faults, jitter=jitter, steps=steps,
+                            seed=seed, **given)
     for warning in sweep.warnings:
         click.echo(f"warning: {warning}", err=True)
     if fmt == "json":
@@ -166,6 +175,9 @@ def train(model_name, cluster, gpus, run_file, fmt, plot, report_path, **options
                                             for e in sweep.exposures[label]]}
             if label in sweep.failed:
                 out[label]["error"] = sweep.failed[label]
+        if sweep.whatif is not None:
+            out[WHATIF]["what"] = sweep.whatif.text
+            out[WHATIF]["cost"] = _whatif_records(sweep)
         click.echo(json.dumps(out, indent=2))
     else:
         for label, res in sweep.runs.items():
@@ -174,6 +186,8 @@ def train(model_name, cluster, gpus, run_file, fmt, plot, report_path, **options
             click.echo(f"{sweep.title(label)}\n{_table(res, sweep.walls[label], sweep.exposures[label])}\n")
         if len(sweep.runs) - len(sweep.failed) > 1:
             click.echo(_compare_table({k: v for k, v in sweep.runs.items() if k not in sweep.failed}))
+        if sweep.whatif is not None and WHATIF not in sweep.failed:
+            click.echo("\n" + _whatif_table(sweep))
         for name, why in sweep.failed.items():
             click.echo(f"--compare {name}: cannot run this job: {why}")
     if report_path:
@@ -186,6 +200,54 @@ def train(model_name, cluster, gpus, run_file, fmt, plot, report_path, **options
         from fabricsim.reports.training_plot import figure
 
         save_figure(figure(sweep.title(), sweep.runs, sweep.walls, sweep.failed), plot)
+
+
+def _whatif_table(sweep) -> str:
+    """What the faults and jitter cost per GPU count: the step with and without them, and where the time goes."""
+    w = sweep.whatif
+    head = ["GPUs", "step s", "with what-if s", "change"] + (["median s", "p99 s"] if w.jitters else [])
+    rows, why = [], []
+    for base, alt in zip(sweep.runs["baseline"], sweep.runs[WHATIF]):
+        if not (isinstance(base, StepResult) and isinstance(alt, StepResult)):
+            continue
+        cells = [str(base.n_gpus), f"{base.step_time:.3f}", f"{alt.step_time:.3f}",
+                 f"{alt.step_time / base.step_time - 1:+.1%}"]
+        j = w.jitters.get(alt.n_gpus)
+        if w.jitters:
+            cells += [f"{j.quantile(0.5):.3f}", f"{j.quantile(0.99):.3f}"] if j is not None else ["-", "-"]
+        rows.append(cells)
+        straggle = w.straggles.get(alt.n_gpus)
+        if straggle is not None and straggle.where:
+            why.append(f"  {alt.n_gpus}: slow GPU {'; '.join(straggle.where)}")
+            why.append(f"    critical path: {straggle.text()}")
+        if j is not None:
+            why.append(f"  {alt.n_gpus}: {j.text()}")
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    lines = [f"what-if: {w.text}", *("  ".join(x.rjust(wd) for x, wd in zip(line, widths)) for line in [head, *rows])]
+    lines.append("step s: the healthy cluster; with what-if: the faults on the critical path (a slow GPU's stage paces "
+                 "its pipeline, the slowest replica the step; slow or failed links in every collective they carry)")
+    if why:
+        lines += ["where the time goes:", *why]
+    return "\n".join(lines)
+
+
+def _whatif_records(sweep) -> list[dict]:
+    w = sweep.whatif
+    out = []
+    for alt in sweep.runs[WHATIF]:
+        if not isinstance(alt, StepResult):
+            continue
+        s, j = w.straggles.get(alt.n_gpus), w.jitters.get(alt.n_gpus)
+        rec = {"gpus": alt.n_gpus, "step_time_s": alt.step_time}
+        if s is not None:
+            rec.update(healthy_compute_step_s=s.healthy, per_micro_batch_s=s.per_mb, slow_per_micro_batch_s=s.per_mb_slow,
+                       added_s=dict(s.parts), slow_gpus=list(s.where))
+        if j is not None:
+            rec["jitter"] = {"sigma": j.sigma, "seed": j.seed, "steps": int(j.steps.size), "median_s": j.quantile(0.5),
+                             "p90_s": j.quantile(0.9), "p99_s": j.quantile(0.99), "max_s": float(j.steps.max()),
+                             "without_jitter_s": j.steady}
+        out.append(rec)
+    return out
 
 
 def _compare_table(runs: dict) -> str:

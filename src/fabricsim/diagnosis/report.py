@@ -211,7 +211,7 @@ def as_dict(d: Diagnosis) -> dict[str, Any]:
     return {
         "log": f.source, "collective": c.collective, "ranks": len(c.ranks), "nccl_version": f.version or None,
         "threshold": d.threshold, "level": d.level, "verdict": d.verdict, "bands": bands(d),
-        "cluster": {"source": t.source, "spec": dataclasses.asdict(c.spec), "assumptions": list(t.assumptions),
+        "cluster": {"source": t.source, "spec": c.spec.fields(), "assumptions": list(t.assumptions),
                     "gaps": list(t.gaps)},
         "observed": [{"topic": k, "said": v, "lines": q} for k, v, q in observed(f)],
         "env": [dataclasses.asdict(e) for e in c.env]

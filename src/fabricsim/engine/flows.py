@@ -83,6 +83,7 @@ class FlowRules:
     adaptive: bool = False  # spread over every equal-cost fabric path instead of one hashed path
     net_peer_bw: float = math.inf  # bytes/s one point-to-point transfer gets across the network (NCCL p2p channels)
     nvls_efficiency: float = 1.0  # NCCL nvlsEfficiency: NVLS moves this fraction of NVLink's rate (0: no NVLS)
+    p2p: bool = False  # point-to-point operations (AllToAll, SendRecv): routed as such where a NIC is down
 
 
 def empty_flows() -> FlowSet:
@@ -101,11 +102,12 @@ def concat(sets: list[FlowSet]) -> FlowSet:
     )
 
 
-def routes_for(topo: Topology, src: np.ndarray, dst: np.ndarray, pxn: bool | None, adaptive: bool) -> Routes:
+def routes_for(topo: Topology, src: np.ndarray, dst: np.ndarray, pxn: bool | None, adaptive: bool,
+               p2p: bool = False) -> Routes:
     """`route_pairs`, kept in the topology's derived store by the exact pair list (a ring's steps all share one)."""
     key = ("routes", hashlib.blake2b(src.astype(np.int32).tobytes() + b"|" + dst.astype(np.int32).tobytes(),
-                                     digest_size=16).digest(), pxn, adaptive)
-    return topo.derive(key, lambda: routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive))
+                                     digest_size=16).digest(), pxn, adaptive, p2p)
+    return topo.derive(key, lambda: routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive, p2p=p2p))
 
 
 def _unique_transfers(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -136,7 +138,7 @@ def p2p_flows(topo: Topology, src: np.ndarray, dst: np.ndarray, nbytes: np.ndarr
         return empty_flows()
     conns = rules.connections
     usrc, udst, ubytes, counts, _ = _unique_transfers(src[keep], dst[keep], nbytes[keep])
-    routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive)
+    routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive, rules.p2p)
     edge_flow, edge_link, edge_share = _transfer_edges(routes, topo.n_links)
     if invariants.ON:
         invariants.check_conservation("routed transfers", topo.link_src, topo.link_dst, topo.n_devices, edge_flow,
@@ -360,7 +362,7 @@ def item_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: 
     keep = (src != dst) & (nbytes > 0)
     if keep.any():
         usrc, udst, _, _, which = _unique_transfers(src[keep], dst[keep], nbytes[keep])
-        routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive)
+        routes = routes_for(topo, usrc, udst, rules.pxn, rules.adaptive, rules.p2p)
         pair = routes.path_pair.astype(np.int64)
         first = np.flatnonzero(np.concatenate([[True], pair[1:] != pair[:-1]]))  # a pair's paths: one kind
         per = np.full((usrc.shape[0], N_HOPS), -np.inf)  # as p2p_flows: the weighted mean of the pair's paths

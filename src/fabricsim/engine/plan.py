@@ -24,6 +24,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology import calibrated
 from fabricsim.topology.model import Topology
+from fabricsim.vocab import P2P_COLLECTIVES
 
 WINDOW_LATENCY_LIMIT = 1 << 22  # (distinct windows x repetitions) evaluated; beyond, every repetition waits for the slowest hop
 
@@ -162,7 +163,8 @@ def plan_traffic(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts:
         symmetry.check_rotation_placement(topo, call.gpu_ranks, call.rotations)
         steps, scale = symmetry.sample_rotations(steps, call.nranks, call.rotations)
         weight = symmetry.link_weights(topo, call.gpu_ranks)
-    rules = FlowRules(call.connections, opts.pxn, opts.adaptive, model.net_peer_bw, model.nvls_efficiency)
+    rules = FlowRules(call.connections, opts.pxn, opts.adaptive, model.net_peer_bw, model.nvls_efficiency,
+                      call.collective in P2P_COLLECTIVES)
     order, firsts = _distinct(steps)
     patterns = [step_flows(topo, steps[i], call.gpu_ranks, rules) for i in firsts]
     order_a = np.array(order, dtype=np.int64)

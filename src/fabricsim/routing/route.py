@@ -15,26 +15,30 @@ from __future__ import annotations
 import numpy as np
 
 from fabricsim.errors import FabricsimError
+from fabricsim.routing.failover import nic_legs
 from fabricsim.routing.scaleout import fabric_paths
 from fabricsim.routing.host import host_paths, lowest_common
 from fabricsim.routing.model import PathKind, Routes
 from fabricsim.routing.nvlink import nvlink_paths
-from fabricsim.routing.tables import Tables, tables
+from fabricsim.routing.tables import Tables, nics_per_gpu, tables
 from fabricsim.topology.model import DeviceKind, Topology
 
 
-def route(topo: Topology, src: int, dst: int, *, pxn: bool | None = None, adaptive: bool = False) -> Routes:
+def route(topo: Topology, src: int, dst: int, *, pxn: bool | None = None, adaptive: bool = False,
+          p2p: bool = False) -> Routes:
     """Routes of one (src, dst) GPU rank pair."""
-    return route_pairs(topo, [src], [dst], pxn=pxn, adaptive=adaptive)
+    return route_pairs(topo, [src], [dst], pxn=pxn, adaptive=adaptive, p2p=p2p)
 
 
 def route_pairs(
-    topo: Topology, src_ranks, dst_ranks, *, pxn: bool | None = None, adaptive: bool = False
+    topo: Topology, src_ranks, dst_ranks, *, pxn: bool | None = None, adaptive: bool = False, p2p: bool = False
 ) -> Routes:
     """Paths for every (src_ranks[i], dst_ranks[i]) pair of GPU ranks.
 
     pxn: None = as NCCL (on when the fabric is rail-optimised and the GPUs have NVLink), True / False force it.
     adaptive: split each pair evenly over all equal-cost fabric paths instead of one ECMP-hashed path.
+    p2p: the pairs are point-to-point operations (AllToAll, SendRecv); it matters only where a receiving GPU's NIC is
+    down (`failover`: a point-to-point receive comes in through the CPU, a ring's or tree's at a working NIC's GPU).
     """
     s, d = _ranks(topo, src_ranks, dst_ranks)
     tb = tables(topo)
@@ -63,7 +67,7 @@ def route_pairs(
     idx = np.flatnonzero(~done)
     if idx.size:
         use_pxn = bool(topo.features.get("rail_optimized", False)) if pxn is None else bool(pxn)
-        blocks.append(_net(topo, tb, idx, s[idx], d[idx], use_pxn, adaptive))
+        blocks.append(_net(topo, tb, idx, s[idx], d[idx], use_pxn, adaptive, p2p))
     return _assemble(topo, blocks, s.size)
 
 
@@ -91,13 +95,13 @@ def _p2p_allowed(topo: Topology) -> bool:
     return bool(getattr(topo.spec, "p2p", True))
 
 
-def _gdr(topo: Topology, tb: Tables, ranks: np.ndarray) -> np.ndarray:
-    """GPUDirect RDMA between each GPU and its own NIC, as NCCL's ncclTopoCheckGdr decides it:
-    on when enabled and the GPU-NIC path stays below a PCIe switch (PIX/PXB), or enters the CPU over
-    NVLink-C2C (P2C, Grace); a path through the CPU root complex stages in host memory."""
+def _gdr(topo: Topology, tb: Tables, ranks: np.ndarray, nics: np.ndarray | None = None) -> np.ndarray:
+    """GPUDirect RDMA between each GPU and its own NIC (or the NIC `nics` names for it), as NCCL's
+    ncclTopoCheckGdr decides it: on when enabled and the GPU-NIC path stays below a PCIe switch (PIX/PXB), or
+    enters the CPU over NVLink-C2C (P2C, Grace); a path through the CPU root complex stages in host memory."""
     if not topo.features.get("gpudirect", True):
         return np.zeros(ranks.size, dtype=bool)
-    gpu, nic = topo.gpu_device[ranks], topo.gpu_nic[ranks]
+    gpu, nic = topo.gpu_device[ranks], topo.gpu_nic[ranks] if nics is None else nics
     found, i, _, lca, _, _ = lowest_common(topo, tb, gpu, nic)
     at_cpu = topo.dev_kind[np.maximum(lca, 0)] == DeviceKind.CPU
     first_hop = tb.parent_link[gpu]
@@ -105,8 +109,14 @@ def _gdr(topo: Topology, tb: Tables, ranks: np.ndarray) -> np.ndarray:
     return found & (~at_cpu | c2c)
 
 
-def _net(topo: Topology, tb: Tables, idx: np.ndarray, s: np.ndarray, d: np.ndarray, use_pxn: bool, adaptive: bool):
-    """Pairs on different hosts: source host part, fabric, destination host part."""
+def _net(topo: Topology, tb: Tables, idx: np.ndarray, s: np.ndarray, d: np.ndarray, use_pxn: bool, adaptive: bool,
+         p2p: bool = False):
+    """Pairs on different hosts: source host part, fabric, destination host part. A GPU with several NIC ports sends
+    on all of them at once, its j-th port to the destination's j-th (the same rail): NCCL spreads a GPU's channels
+    over its NICs (ncclTopoGetLocalNet: channelId mod NICs per GPU) and multi-rail plugins stripe one message over
+    them (aws-ofi-nccl), so each pair's bytes split evenly over its k port pairs. A sub-flow whose port is down
+    crosses on the GPU's other working ports, or the node's working NICs, instead (`failover`); the others keep
+    their share."""
     gpu_nic = topo.gpu_nic if topo.gpu_nic is not None else np.full(topo.n_gpus, -1, dtype=np.int32)
     no_nic = (gpu_nic[s] < 0) | (gpu_nic[d] < 0)
     if no_nic.any():
@@ -115,45 +125,71 @@ def _net(topo: Topology, tb: Tables, idx: np.ndarray, s: np.ndarray, d: np.ndarr
         raise FabricsimError(
             f"GPU rank {r} has no NIC but must reach another host (ranks {int(s[k])} -> {int(d[k])}): give its node a NIC on the fabric"
         )
+    k = nics_per_gpu(topo)
+    pair = np.repeat(np.arange(s.size), k)  # pair of each (pair, port) sub-flow
+    port = np.tile(np.arange(k, dtype=np.int64), s.size)
+    s, d, idx = s[pair], d[pair], idx[pair]
+    leg, share, nic_s, nic_d = nic_legs(topo, tb, s, d, gpu_nic[s] + port, gpu_nic[d] + port, use_pxn, p2p)
+    s, d, idx, share = s[leg], d[leg], idx[leg], share / k
     relay = s.copy()
     nv = np.full((s.size, 2), -1, dtype=np.int32)
     pxn = np.zeros(s.size, dtype=bool)
     if use_pxn and tb.n_rails:
-        rail_s, rail_d = topo.dev_local[gpu_nic[s]], topo.dev_local[gpu_nic[d]]
+        rail_s, rail_d = topo.dev_local[nic_s], topo.dev_local[nic_d]
         peer = tb.rail_gpu[topo.gpu_node[s].astype(np.int64) * tb.n_rails + rail_d]
         want = np.flatnonzero((rail_s != rail_d) & (peer >= 0) & (peer != s))
+        # the relay's port on the destination's rail (a GPU's ports are consecutive NIC devices in rail order)
+        on_rail = gpu_nic[peer[want]] + (rail_d[want] - topo.dev_local[gpu_nic[peer[want]]])
         kind, mat = nvlink_paths(topo, tb, s[want], peer[want], bridge=False)
-        ok = (kind == PathKind.NVLINK) & _gdr(topo, tb, peer[want])
+        ok = (kind == PathKind.NVLINK) & _gdr(topo, tb, peer[want], on_rail)
         w = want[ok]
-        relay[w], nv[w], pxn[w] = peer[w], mat[ok], True
-    # GPUDirect and the host part of the path depend on the GPU alone: found once per distinct GPU. A GPU with several
-    # NIC ports sends on all of them at once, its j-th port to the destination's j-th (the same rail): NCCL spreads a
-    # GPU's channels over its NICs (ncclTopoGetLocalNet: channelId mod NICs per GPU) and multi-rail plugins stripe one
-    # message over them (aws-ofi-nccl), so each pair's bytes split evenly over its k port pairs.
-    k = nics_per_gpu(topo)
-    relays, of_relay = np.unique(relay, return_inverse=True)
-    dests, of_dest = np.unique(d, return_inverse=True)
-    gdr_relay, gdr_dest = _gdr(topo, tb, relays), _gdr(topo, tb, dests)
-    port = np.tile(np.arange(k, dtype=np.int32), relays.size)
-    src_part = host_paths(topo, tb, np.repeat(topo.gpu_device[relays], k), np.repeat(gpu_nic[relays], k) + port,
-                          np.repeat(~gdr_relay, k))
-    port = np.tile(np.arange(k, dtype=np.int32), dests.size)
-    dst_part = host_paths(topo, tb, np.repeat(gpu_nic[dests], k) + port, np.repeat(topo.gpu_device[dests], k),
-                          np.repeat(~gdr_dest, k))
-    gdr_src, gdr_dst = gdr_relay[of_relay.ravel()], gdr_dest[of_dest.ravel()]
-    pair = np.repeat(np.arange(s.size), k)  # pair of each (pair, port) sub-flow
-    j = np.tile(np.arange(k, dtype=np.int32), s.size)
-    row, weight, fab = fabric_paths(topo, tb, gpu_nic[relay][pair] + j, gpu_nic[d][pair] + j, adaptive)
-    sub, row = row, pair[row]
+        relay[w], nv[w], pxn[w], nic_s[w] = peer[w], mat[ok], True, on_rail[ok]
+    # NIC down: through the chosen NIC's own GPU (PXN), unless the NIC is another port of the sender's own
+    lost = np.flatnonzero(~pxn & ~_own_port(topo, s, nic_s, k))
+    if lost.size:
+        peer = tb.nic_gpu[nic_s[lost]].astype(np.int64)
+        kind, mat = nvlink_paths(topo, tb, s[lost], np.maximum(peer, 0), bridge=False)
+        ok = (peer >= 0) & (peer != s[lost]) & (kind == PathKind.NVLINK)
+        ok &= _gdr(topo, tb, np.maximum(peer, 0), nic_s[lost])
+        w = lost[ok]
+        relay[w], nv[w], pxn[w] = peer[ok], mat[ok], True
+    # a receiver whose NIC is down: a ring or tree enters its node at the working NIC's GPU, which forwards over
+    # NVLink (NCCL's graph search starts and ends channels at GPUs local to a NIC, search.cc); a point-to-point
+    # receive stays local, over PCIe through the CPU (paths.cc enables PXN in the GPU -> NIC direction only)
+    sink, nv_in = d.copy(), np.full((d.size, 2), -1, dtype=np.int32)
+    lost = np.flatnonzero(~_own_port(topo, d, nic_d, k)) if not p2p else np.zeros(0, dtype=np.int64)
+    if lost.size:
+        peer = tb.nic_gpu[nic_d[lost]].astype(np.int64)
+        kind, mat = nvlink_paths(topo, tb, np.maximum(peer, 0), d[lost], bridge=False)
+        ok = (peer >= 0) & (peer != d[lost]) & (kind == PathKind.NVLINK)
+        ok &= _gdr(topo, tb, np.maximum(peer, 0), nic_d[lost])
+        w = lost[ok]
+        sink[w], nv_in[w], pxn[w] = peer[ok], mat[ok], True
+    # GPUDirect and the host part of the path depend on the GPU and its NIC alone: found once per distinct pair
+    src_part, gdr_src = _host_part(topo, tb, relay, nic_s, outward=True)
+    dst_part, gdr_dst = _host_part(topo, tb, sink, nic_d, outward=False)
+    row, weight, fab = fabric_paths(topo, tb, nic_s, nic_d, adaptive)
     kind = np.where(pxn, PathKind.PXN, np.where(gdr_src & gdr_dst, PathKind.NET, PathKind.NET_HOST)).astype(np.int8)
-    mat = np.hstack([nv[row], src_part[of_relay.ravel()[row] * k + j[sub]], fab, dst_part[of_dest.ravel()[row] * k + j[sub]]])
-    return idx[row], weight / k, kind[row], mat
+    mat = np.hstack([nv[row], src_part[row], fab, dst_part[row], nv_in[row]])
+    return idx[row], weight * share[row], kind[row], mat
 
 
-def nics_per_gpu(topo: Topology) -> int:
-    """NIC ports each GPU sends on: `features['nics_per_gpu']` consecutive NIC devices from its `gpu_nic`
-    (topology.builders); 1 where the topology does not say."""
-    return max(int(topo.features.get("nics_per_gpu", 1) or 1), 1)
+def _own_port(topo: Topology, ranks: np.ndarray, nics: np.ndarray, k: int) -> np.ndarray:
+    """Whether each NIC is one of the `k` ports of its rank's GPU (consecutive NIC devices from `gpu_nic`)."""
+    first = topo.gpu_nic[ranks].astype(np.int64)
+    return (nics >= first) & (nics < first + k)
+
+
+def _host_part(topo: Topology, tb: Tables, gpus: np.ndarray, nics: np.ndarray, outward: bool):
+    """(links between each GPU and its NIC inside the host (GPU to NIC when `outward`), GPUDirect per row), found
+    once per distinct (GPU, NIC)."""
+    keys, of_key = np.unique(gpus.astype(np.int64) * topo.n_devices + nics, return_inverse=True)
+    g, n = keys // topo.n_devices, keys % topo.n_devices
+    gdr = _gdr(topo, tb, g, n)
+    dev = topo.gpu_device[g]
+    part = host_paths(topo, tb, dev, n, ~gdr) if outward else host_paths(topo, tb, n, dev, ~gdr)
+    of_key = of_key.ravel()
+    return part[of_key], gdr[of_key]
 
 
 def _assemble(topo: Topology, blocks: list[tuple], n_pairs: int) -> Routes:

@@ -14,7 +14,10 @@ hash seed (the topology's `ecmp_seed` feature, 0 by default): which flows collid
 `adaptive=True` (adaptive routing / packet spraying) a flow is instead split evenly over every
 equal-cost candidate at every hop: several weighted paths per pair.
 
-Assumes the fabric is a Clos (every core above a spine reaches every pod), as the topology builders make it.
+A whole fabric is a Clos (every core above a spine reaches every pod), as the topology builders make it. With
+failed links (a `topology.variants.without_links` variant) up/down routing skips what is gone, as a subnet manager's
+fat-tree routing does: a hop only considers the switches that still lead down to the destination leaf, and ECMP
+hashes over the candidates left (the same hash, modulo fewer candidates).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.routing.tables import Tables, find_links
+from fabricsim.topology.faulted import Cut
 from fabricsim.topology.model import Topology
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -72,13 +76,31 @@ def _choose(mask: np.ndarray, h: np.ndarray, adaptive: bool):
 
 
 def _unreachable(topo: Topology, a: int, b: int):
+    what = f"fabric cannot route from {topo.device_name(a)} to {topo.device_name(b)}: no up/down path exists; "
+    if topo.link_origin is not None:
+        raise Cut(what + "the failed links cut every up/down path between them: fail fewer switches or cables")
     planes = int(topo.features.get("fabric_planes", 1) or 1)
     fix = (
         f"the fabric is split into {planes} planes that never meet, so cross-rail traffic needs PXN (pxn=None or True)"
         if planes > 1
         else "connect every leaf to spines and, across pods, spines to a common core level"
     )
-    raise FabricsimError(f"fabric cannot route from {topo.device_name(a)} to {topo.device_name(b)}: no up/down path exists; {fix}")
+    raise FabricsimError(what + fix)
+
+
+def _core_reaches(topo: Topology, tb: Tables, up: np.ndarray, leaf: np.ndarray) -> np.ndarray:
+    """Per up-link into a core (-1: none), whether that core still reaches `leaf` (one per row) going down."""
+    core = topo.link_dst[np.maximum(up, 0)]
+    return (up >= 0) & tb.core_reach[tb.fabric_ord[core], tb.fabric_ord[leaf][:, None]]
+
+
+def _spine_reaches(topo: Topology, tb: Tables, spine: np.ndarray, leaf: np.ndarray) -> np.ndarray:
+    """Per candidate spine (-1: none), whether a core above it still reaches `leaf` (one per row) going down."""
+    key = np.maximum(spine, 0).astype(np.int64) * topo.n_devices + leaf[:, None]
+    uniq, inv = np.unique(key, return_inverse=True)
+    ups = _up_matrix(tb, uniq // topo.n_devices)
+    ok = _core_reaches(topo, tb, ups, uniq % topo.n_devices).any(axis=1)
+    return (spine >= 0) & ok[inv.reshape(spine.shape)]
 
 
 def fabric_paths(topo: Topology, tb: Tables, nic_s: np.ndarray, nic_d: np.ndarray, adaptive: bool):
@@ -118,6 +140,8 @@ def fabric_paths(topo: Topology, tb: Tables, nic_s: np.ndarray, nic_d: np.ndarra
     if sel.size:
         p_idx = rest[sel]
         climb = (spine[sel] >= 0) & (tb.up_ptr[np.maximum(spine[sel], 0) + 1] > tb.up_ptr[np.maximum(spine[sel], 0)])
+        if tb.core_reach is not None:
+            climb &= _spine_reaches(topo, tb, spine[sel], leaf_d[p_idx])
         none = ~climb.any(axis=1)
         if none.any():
             k = int(np.argmax(none))
@@ -125,7 +149,8 @@ def fabric_paths(topo: Topology, tb: Tables, nic_s: np.ndarray, nic_d: np.ndarra
         r1, c1, w1 = _choose(climb, flow_hash(nic_s[p_idx], nic_d[p_idx], 1, seed), adaptive)
         l_up1 = up1[sel[r1], c1]
         up2 = _up_matrix(tb, spine[sel[r1], c1])  # spine -> core
-        r2, c2, w2 = _choose(up2 >= 0, flow_hash(nic_s[p_idx[r1]], nic_d[p_idx[r1]], 2, seed), adaptive)
+        live = up2 >= 0 if tb.core_reach is None else _core_reaches(topo, tb, up2, leaf_d[p_idx[r1]])
+        r2, c2, w2 = _choose(live, flow_hash(nic_s[p_idx[r1]], nic_d[p_idx[r1]], 2, seed), adaptive)
         core = topo.link_dst[up2[r2, c2]].astype(np.int64)
         pair = p_idx[r1[r2]]
         up_d = _up_matrix(tb, leaf_d[pair])  # leaf_d -> spine'

@@ -27,8 +27,16 @@ class Tables:
     up_ptr/up_links: CSR over devices of fabric up-links (FABRIC_SWITCH -> higher-level FABRIC_SWITCH),
         sorted by destination device for deterministic ECMP columns.
     nic_leaf: per device, the NIC's link into the fabric (-1: not a cabled NIC).
-    rail_gpu/n_rails: `rail_gpu[node * n_rails + rail]` is the lowest GPU rank of that node whose own
-        NIC sits on that rail (-1: none); the PXN relay lookup.
+    nic_alive: per device, a NIC cabled to a leaf and reachable from its host (a NIC whose cables failed is not:
+        NCCL lists only ports in the ACTIVE state, net_ib/init.cc `portAttr.state != IBV_PORT_ACTIVE`).
+    nic_gpu: per device, the NIC's local GPU: the lowest GPU rank whose own NIC (one of its `nics_per_gpu`
+        ports) it is (-1: none), a PXN relay.
+    node_nic_ptr/node_nics: CSR per node of its working NICs, in rail order.
+    rail_gpu/n_rails: `rail_gpu[node * n_rails + rail]` is the lowest GPU rank of that node one of whose own
+        NIC ports sits on that rail and works (-1: none); the PXN relay lookup.
+    core_reach/fabric_ord: on a 3-level fabric with failed links, `core_reach[fabric_ord[core], fabric_ord[leaf]]`
+        says whether the core reaches the leaf going down (through a spine joined to both); None on a whole fabric,
+        where every core reaches every leaf (a Clos).
     dom_ranks/dom_ptr: GPU ranks sorted by NVLink domain (rank order inside a domain) and CSR pointers
         per domain, for NVLink-bridge candidates.
     c2c_tech: per entry of `topo.techs`, whether it is NVLink-C2C (GPU <-> Grace CPU).
@@ -44,11 +52,17 @@ class Tables:
     up_ptr: np.ndarray
     up_links: np.ndarray
     nic_leaf: np.ndarray
+    nic_alive: np.ndarray
+    nic_gpu: np.ndarray
+    node_nic_ptr: np.ndarray
+    node_nics: np.ndarray
     rail_gpu: np.ndarray
     n_rails: int
     dom_ranks: np.ndarray
     dom_ptr: np.ndarray
     c2c_tech: np.ndarray
+    core_reach: np.ndarray | None = None
+    fabric_ord: np.ndarray | None = None
 
 
 def tables(topo: Topology) -> Tables:
@@ -68,6 +82,20 @@ def find_links(topo: Topology, tb: Tables, src: np.ndarray, dst: np.ndarray) -> 
     hit = (tb.link_keys[i] == key) & (src >= 0) & (dst >= 0)
     out[hit] = tb.link_order[i[hit]]
     return out
+
+
+def nics_per_gpu(topo: Topology) -> int:
+    """NIC ports each GPU sends on: `features['nics_per_gpu']` consecutive NIC devices from its `gpu_nic`
+    (topology.builders); 1 where the topology does not say."""
+    return max(int(topo.features.get("nics_per_gpu", 1) or 1), 1)
+
+
+def gpu_ports(topo: Topology) -> tuple[np.ndarray, np.ndarray]:
+    """(GPU rank, NIC device) of every NIC port a GPU sends on, rank-major (ranks ascend; a GPU's ports in order)."""
+    nic = topo.gpu_nic if topo.gpu_nic is not None else np.full(topo.n_gpus, -1, dtype=np.int32)
+    ranks = np.flatnonzero(nic >= 0)
+    k = nics_per_gpu(topo)
+    return np.repeat(ranks, k), (np.repeat(nic[ranks].astype(np.int64), k) + np.tile(np.arange(k), ranks.size))
 
 
 def _first_per(group: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
@@ -118,8 +146,11 @@ def _build(topo: Topology) -> Tables:
             "model each port (plane) as its own NIC"
         )
     nic_leaf = _first_per(src[nic_up], links[nic_up], n_dev)
+    nic_alive = (kind == DeviceKind.NIC) & (nic_leaf >= 0) & (depth >= 0)
+    nic_gpu, node_nic_ptr, node_nics = _nic_tables(topo, nic_alive)
 
-    rail_gpu, n_rails = _rail_table(topo)
+    rail_gpu, n_rails = _rail_table(topo, nic_alive)
+    core_reach, fabric_ord = _core_reach(topo, src, dst) if topo.link_origin is not None else (None, None)
 
     dom = topo.gpu_domain
     dom_ranks = np.argsort(dom, kind="stable").astype(np.int64)
@@ -140,11 +171,17 @@ def _build(topo: Topology) -> Tables:
         up_ptr=up_ptr,
         up_links=up_l.astype(np.int32),
         nic_leaf=nic_leaf,
+        nic_alive=nic_alive,
+        nic_gpu=nic_gpu,
+        node_nic_ptr=node_nic_ptr,
+        node_nics=node_nics,
         rail_gpu=rail_gpu,
         n_rails=n_rails,
         dom_ranks=dom_ranks,
         dom_ptr=dom_ptr,
         c2c_tech=c2c,
+        core_reach=core_reach,
+        fabric_ord=fabric_ord,
     )
 
 
@@ -176,15 +213,53 @@ def _host_tree(topo: Topology, src: np.ndarray, dst: np.ndarray, links: np.ndarr
     return parent_link, depth, root
 
 
-def _rail_table(topo: Topology) -> tuple[np.ndarray, int]:
-    nic = topo.gpu_nic if topo.gpu_nic is not None else np.full(topo.n_gpus, -1, dtype=np.int32)
-    has = nic >= 0
-    if not has.any():
+def _nic_tables(topo: Topology, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(local GPU of each NIC, CSR pointers per node, the node's working NICs in rail order)."""
+    n_dev = topo.n_devices
+    ranks, nic = gpu_ports(topo)
+    nic_gpu = _first_per(nic, ranks.astype(np.int32), n_dev)  # ranks ascend: the first is the lowest
+    nics = np.flatnonzero(alive)
+    nics = nics[np.lexsort((topo.dev_local[nics], topo.dev_node[nics]))]
+    n_nodes = int(topo.dev_node.max()) + 1 if n_dev else 0
+    ptr = np.zeros(n_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(topo.dev_node[nics], minlength=n_nodes), out=ptr[1:])
+    return nic_gpu, ptr, nics.astype(np.int32)
+
+
+def _core_reach(topo: Topology, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Which cores reach which leaves going down (see Tables), on a 3-level fabric; (None, None) otherwise."""
+    kind, level = topo.dev_kind, topo.dev_level
+    sw = kind == DeviceKind.FABRIC_SWITCH
+    if not (sw & (level == 3)).any():
+        return None, None
+    ord_ = np.full(topo.n_devices, -1, dtype=np.int64)
+    for lv in (1, 2, 3):
+        members = np.flatnonzero(sw & (level == lv))
+        ord_[members] = np.arange(members.size)
+    down = sw[src] & sw[dst] & (level[src] == level[dst] + 1)
+    sc = down & (level[src] == 3)  # core -> spine
+    sl = down & (level[src] == 2)  # spine -> leaf
+    n_spine = int((sw & (level == 2)).sum())
+    order = np.argsort(ord_[src[sl]], kind="stable")
+    leaf_of = ord_[dst[sl]][order]  # leaves below each spine, grouped by spine
+    ptr = np.zeros(n_spine + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ord_[src[sl]], minlength=n_spine), out=ptr[1:])
+    core, spine = ord_[src[sc]], ord_[dst[sc]]
+    per = ptr[spine + 1] - ptr[spine]
+    reach = np.zeros((int((sw & (level == 3)).sum()), int((sw & (level == 1)).sum())), dtype=bool)
+    starts = np.repeat(ptr[spine], per) + np.arange(int(per.sum())) - np.repeat(np.cumsum(per) - per, per)
+    reach[np.repeat(core, per), leaf_of[starts]] = True
+    return reach, ord_
+
+
+def _rail_table(topo: Topology, alive: np.ndarray) -> tuple[np.ndarray, int]:
+    ranks, nic = gpu_ports(topo)
+    if not nic.size:
         return np.full(0, -1, dtype=np.int64), 0
-    rail = topo.dev_local[nic[has]].astype(np.int64)
-    n_rails = int(rail.max()) + 1
+    n_rails = int(topo.dev_local[nic].max()) + 1
+    has = alive[nic]
+    ranks, rail = ranks[has], topo.dev_local[nic[has]].astype(np.int64)
     n_nodes = int(topo.dev_node.max()) + 1
-    ranks = np.flatnonzero(has)
     key = topo.gpu_node[ranks].astype(np.int64) * n_rails + rail
     table = np.full(n_nodes * n_rails, -1, dtype=np.int64)
     k, first = np.unique(key, return_index=True)  # ranks ascend, so the first is the lowest rank

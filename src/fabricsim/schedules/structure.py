@@ -56,9 +56,23 @@ def structure_from_topology(topo, ranks=None) -> Structure:
             "of GPUs from each domain, domain by domain): number ranks domain by domain"
         )
     features = topo.features or {}
+    nvls = bool(features.get("nvls", False)) and int(sizes[0]) > 1
+    if nvls and getattr(topo, "link_origin", None) is not None:  # links failed: NVLS needs every GPU on its NVSwitch
+        nvls = bool(_on_nvswitch(topo)[ranks].all())
     return Structure(
         nranks=len(ranks),
         ranks_per_node=int(sizes[0]),
-        has_nvswitch=bool(features.get("nvls", False)) and int(sizes[0]) > 1,
+        has_nvswitch=nvls,
         has_sharp=bool(features.get("sharp", False)) and len(sizes) > 1,
     )
+
+
+def _on_nvswitch(topo) -> np.ndarray:
+    """Per GPU rank, whether it has a link to an NVSwitch (kept in the topology's derived store)."""
+    def compute() -> np.ndarray:
+        from fabricsim.topology.model import DeviceKind
+
+        to_switch = topo.dev_kind[topo.link_dst] == DeviceKind.NVSWITCH
+        return np.isin(topo.gpu_device, topo.link_src[to_switch])
+
+    return topo.derive(("on_nvswitch",), compute)

@@ -96,7 +96,7 @@ def topology_of(spec: Any) -> Any:
     """The built topology of `spec`, from this worker's cache when it built the same spec lately."""
     from fabricsim import topology
 
-    key = json.dumps(asdict(spec), sort_keys=True)
+    key = json.dumps(spec.fields(), sort_keys=True)  # plain data, the faults a mapping
     topo = _TOPOLOGIES.pop(key, None)
     if topo is None:
         topo = topology.build(spec)

@@ -1,10 +1,10 @@
 """What a sweep can vary, one table row per kind of setting: axis names are '<kind>.<option>'.
 
 A kind's `stage` says where its settings act: 'cluster' settings make the point's cluster spec (any ClusterSpec
-field, and `gpus`, the GPUs the run uses); 'compute' settings are the options of what the point computes (`perf`,
-a collective at one size; `train`, a training step) and that kind's section of the sweep file holds their fixed
-values. A new kind of axis is one row of `KINDS`: its options and their types, and for a compute kind its section
-defaults, the function that computes a point and the result columns. Kinds that other work will bring (failures,
+field but `faults`, and `gpus`, the GPUs the run uses); 'compute' settings are the options of what the point
+computes (`perf`, a collective at one size; `train`, a training step) and that kind's section of the sweep file
+holds their fixed values. A new kind of axis is one row of `KINDS`: its options and their types, and for a compute
+kind its section defaults, the function that computes a point and the result columns. Kinds that other work will bring (failures,
 job mixes) are listed with `not_yet`, so an axis naming them is refused with that message rather than ignored.
 """
 
@@ -44,8 +44,9 @@ def _cluster_options() -> dict[str, Any]:
     from fabricsim.topology.spec import MAX_GPUS, ClusterSpec
 
     hints = typing.get_type_hints(ClusterSpec, include_extras=True)
-    # every scalar setting of a cluster; `calibrated` is fitted to logs (fabricsim calibrate), not swept
-    options = {f.name: hints[f.name] for f in fields(ClusterSpec) if f.name != "calibrated"}
+    # every scalar setting of a cluster; `calibrated` is fitted to logs (fabricsim calibrate), not swept, and faults
+    # are not an axis either: a sweep column holds one value, and a failures sweep is `fabricsim whatif failures`
+    options = {f.name: hints[f.name] for f in fields(ClusterSpec) if f.name not in ("calibrated", "faults")}
     options["gpus"] = Annotated[int, Meta(ge=1, le=MAX_GPUS, description="GPUs the run uses: whole nodes or racks "
                                                                           "size the cluster, fewer than one node run "
                                                                           "on its first GPUs")]

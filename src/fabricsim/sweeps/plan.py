@@ -237,7 +237,11 @@ def _base(cluster: str, where: Path) -> tuple[dict[str, Any], str, str]:
     if not path.is_file():
         raise FabricsimError(f"{where}: cluster '{cluster}' is neither a preset ({', '.join(topology.PRESETS)}) nor a "
                              f"cluster file (looked for {path})")
-    fields = topology.load_spec(path).fields()
+    spec = topology.load_spec(path)
+    if spec.faults:
+        raise FabricsimError(f"{where}: cluster file {cluster} has a faults section: a sweep runs healthy clusters; "
+                             "drop it (fabricsim whatif failures sweeps failures, perf --fail runs one)")
+    fields = spec.fields()  # plain data for the workers and the key
     if fields.pop("calibrated", None) is not None:
         raise FabricsimError(f"{where}: cluster file {cluster} has a calibrated: section, which sweeps do not carry "
                              "yet: sweep the cluster file without it (its fitted values would be lost)")

@@ -1,27 +1,31 @@
-"""fabricsim.topology: cluster specs, presets, the immutable array-backed Topology they build into, and what-if
-variants of it (`with_link_capacity`, `without_links`)."""
+"""fabricsim.topology: cluster specs, presets, the immutable array-backed Topology they build into, what-if
+variants of it (`with_link_capacity`, `without_links`), and faults (`apply_faults`: failed and degraded parts)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.builders import build_topology
+from fabricsim.topology.faulted import apply_faults
+from fabricsim.topology.faults import NO_FAULTS, Faults
 from fabricsim.topology.model import DeviceKind, Topology
 from fabricsim.topology.presets import PRESETS, preset_spec
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.topology.validate import validate
 from fabricsim.topology.variants import with_ecmp_seed, with_link_capacity, without_links
 
-__all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Topology", "build", "load_cluster", "load_spec", "preset_spec",
-           "save_cluster", "validate", "with_ecmp_seed", "with_link_capacity", "without_links"]
+__all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Faults", "Topology", "apply_faults", "build", "load_cluster",
+           "load_spec", "preset_spec", "save_cluster", "validate", "with_ecmp_seed", "with_link_capacity",
+           "without_links"]
 
 
 def build(spec: ClusterSpec) -> Topology:
-    """Build and validate the topology of `spec`."""
-    topo = build_topology(spec)
+    """Build and validate the topology of `spec`, with its faults applied (`apply_faults`)."""
+    topo = build_topology(replace(spec, faults=NO_FAULTS) if spec.faults else spec)
     validate(topo)
-    return topo
+    return apply_faults(topo, spec.faults)
 
 
 def load_spec(name_or_path: str | Path, nodes: int | None = None, gpus: int | None = None) -> ClusterSpec:

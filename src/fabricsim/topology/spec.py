@@ -17,6 +17,7 @@ from msgspec import Meta
 from fabricsim import hardware, inputs
 from fabricsim.topology.calibrated import Calibrated
 from fabricsim.errors import FabricsimError
+from fabricsim.topology.faults import NO_FAULTS, Faults
 
 Scaleup = Literal["nvswitch", "nvlink-mesh", "nvlink-bridge", "nvl72", "pcie"]
 Fabric = Literal["infiniband", "roce", "ethernet", "none"]
@@ -79,6 +80,7 @@ class ClusterSpec:
     change NCCL's constants (tuning.cc llMaxBws, getNetOverhead). cpus_per_node is the CPU sockets per server.
     rack_trays / domain_racks (nvl72): compute trays a rack holds (0: as many as the NVLink domain uses) and the
     racks one NVLink domain spans; the domain's trays in use are domain_size / gpus_per_node.
+    faults: parts that are down or degraded (`topology.faults`); `build` applies them to the healthy cluster.
     calibrated: physical parameters `fabricsim calibrate` fitted to the user's logs (topology.calibrated);
     None: the catalog's figures.
     """
@@ -130,18 +132,26 @@ class ClusterSpec:
                                                                    "path each flow takes (ecmp routing)")] = 0
     calibrated: Annotated[Calibrated | None, Meta(description="parameters fitted to the user's nccl-tests logs "
                                                                "(fabricsim calibrate), with their provenance")] = None
+    faults: Annotated[Faults, Meta(description="failed and degraded parts (fail, degrade, seed)")] = NO_FAULTS
 
     def __post_init__(self) -> None:
         inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
         _check_values(self)
 
     def fields(self) -> dict:
-        """The spec as plain data, as a cluster file writes it: fields added later only where set (so a file, or a
-        sweep's key hashed from these, stays the same when a new field arrives)."""
+        """The spec as plain data (JSON and YAML ready), as a cluster file writes it: fields added later only where set
+        (so a file, or a sweep's key hashed from these, stays the same when a new field arrives); the faults as a
+        mapping of lists, left out when there are none (a seed alone is kept, so the spec reads back equal)."""
+        import msgspec
+
         values = dataclasses.asdict(self)
+        del values["faults"]  # a msgspec Struct, which asdict copies as it is
         for name in _WRITTEN_WHEN_SET:
             if values[name] == _DEFAULTS[name]:
                 del values[name]
+        if self.faults != NO_FAULTS:  # a healthy cluster's file has no faults section
+            values["faults"] = {k: list(v) if isinstance(v, tuple) else v
+                                for k, v in msgspec.to_builtins(self.faults).items()}
         return values
 
     def to_yaml(self) -> str:

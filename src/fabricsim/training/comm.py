@@ -11,7 +11,10 @@ For one call (a collective run by every group of one type at once):
 4. groups that take unequal shares of the NVLink domains they span (a job filling part of its last NVL72 rack:
    256 GPUs on 72-GPU racks) are timed as one even group of the same size over the same number of domains (or
    the fewest more that split it evenly), alone: NCCL's rings and trees pass every GPU either way, and the
-   even proxy sends the same bytes over the same number of domains' NICs.
+   even proxy sends the same bytes over the same number of domains' NICs;
+5. on a topology with faults inside some NVLink domains (a degraded NVLink, a slow PCIe or NIC cable:
+   `topology.faulted`), the groups in those domains are timed too and the call takes the slowest: the collective
+   runs at the pace of its slowest group.
 Results are cached per (collective, groups, bytes); `last_detail` holds the pick and the bottleneck links.
 """
 
@@ -61,6 +64,9 @@ class EngineCommModel:
             return float(choice.result.time), detail
         spread = int(np.argmax([len(np.unique(d)) for d in domains])) if len(groups) > 1 else 0
         choice = best(self.topo, collective, nbytes, ranks=groups[spread], elem_size=ELEM_SIZE, level=self.level)
+        for g in faulted_groups(self.topo, domains, spread):
+            other = best(self.topo, collective, nbytes, ranks=groups[g], elem_size=ELEM_SIZE, level=self.level)
+            choice = max(choice, other, key=lambda c: c.result.time)
         result, results = choice.result, (choice.result,)
         if len(groups) > 1 and not (domains == domains[:, :1]).all():
             job = choice.job
@@ -70,9 +76,25 @@ class EngineCommModel:
             result = max(results, key=lambda r: r.time)
         detail = {"algorithm": choice.algorithm, "protocol": choice.protocol, "groups": len(groups),
                   "bound": result.bound, "bottlenecks": [b.name for b in result.bottlenecks]}
-        if self.keep_results:  # groups inside one NVLink domain each: the first group's (the others' are alike)
+        if self.keep_results:  # groups inside one NVLink domain each: the slowest group's (healthy groups are alike)
             detail["results"] = results
         return float(result.time), detail
+
+
+def faulted_groups(topo: Topology, domains: np.ndarray, skip: int) -> list[int]:
+    """Groups (by index, one per distinct set of domains) lying in NVLink domains whose inner links a fault changed,
+    besides group `skip`: the ones a symmetric shortcut would not see."""
+    report = topo.features.get("faults")
+    if report is None or not report.domains:
+        return []
+    hit = np.isin(domains, np.asarray(report.domains)).any(axis=1)
+    out, seen = [], set()
+    for g in np.flatnonzero(hit).tolist():
+        key = tuple(np.unique(domains[g]).tolist())
+        if g != skip and key not in seen:
+            seen.add(key)
+            out.append(g)
+    return out
 
 
 def even_proxy(topo: Topology, groups: np.ndarray) -> np.ndarray | None:

@@ -18,8 +18,12 @@ from fabricsim.training import parallel as P
 from fabricsim.training.efficiency import family
 from fabricsim.training.models import ModelSpec, load_model
 from fabricsim.training.step import StepResult
+from fabricsim.training.stragglers import WhatIf, adjuster
 from fabricsim.training.sweep import Exposure, Refused, Wall, explain_wall, scaling_runs, scaling_wall
 from fabricsim.training.variants import VARIANTS
+
+WHATIF = "what-if"  # the label of the runs with faults or jitter
+DEFAULT_STEPS = 200  # jittered steps drawn per GPU count
 
 LAYOUT_SIZES = ("tp", "pp", "dp", "ep", "cp", "vp", "etp")
 # run-file / option name -> Parallelism field (the ones whose names differ)
@@ -44,9 +48,15 @@ class Sweep:
     exposures: dict[str, list[Exposure]]
     failed: dict[str, str] = field(default_factory=dict)  # variant -> why none of its counts could run
     warnings: list[str] = field(default_factory=list)
+    whatif: WhatIf | None = None  # what the faults and jitter did (the WHATIF label's runs)
 
     def title(self, label: str = "baseline") -> str:
-        return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {VARIANTS[label][0]}")
+        return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {variant_name(label, self.whatif)}")
+
+
+def variant_name(label: str, whatif: WhatIf | None) -> str:
+    """What a label changes, in words: an interconnect variant, or the faults and jitter."""
+    return whatif.text if label == WHATIF and whatif is not None else VARIANTS[label][0]
 
 
 def load_run_file(path: str | Path) -> dict[str, Any]:
@@ -125,11 +135,14 @@ def layout_request(options: dict[str, Any], search: bool = False) -> tuple[P.Par
 def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *, search: bool = False,
                 compare: Iterable[str] = (), efficiency: float | None = None, seq: int | None = None,
                 comm_factory: Callable | None = None, progress: Callable[[int, int], None] | None = None,
+                faults=None, jitter: float | None = None, steps: int | None = None, seed: int | None = None,
                 **options: Any) -> Sweep:
     """Run `model` on `cluster` at each GPU count, and on each `compare` variant; `options` are layout sizes (tp, pp,
     dp, ep, cp, vp, etp: given ones fix that size, the rest are chosen per count) and `Parallelism` settings (sp,
     zero, micro_batch, global_batch, precision, recompute, tp_overlap, dp_overlap, ...), None meaning the default.
-    A layout given explicitly is timed even when its memory estimate exceeds HBM, with a warning."""
+    A layout given explicitly is timed even when its memory estimate exceeds HBM, with a warning. `faults` (a
+    `topology.Faults`: slow GPUs, slow or failed links) and `jitter` (lognormal sigma of per-GPU, per-step compute,
+    over `steps` steps drawn with `seed`) add the WHATIF runs: each count with them (`training.stragglers`)."""
     spec_model = model if isinstance(model, ModelSpec) else load_model(str(model))
     if seq is not None:
         if seq < 1:
@@ -144,7 +157,15 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
     template, defaults = layout_request(options, search)
     explicit = template is not None
     name = cluster if isinstance(cluster, str) else getattr(cluster, "name", "cluster")
-    labels = ["baseline", *variants]
+    if steps is not None and not jitter:
+        raise FabricsimError("--steps counts the jittered steps drawn: give --jitter SIGMA too, or drop --steps")
+    cluster, faults = _healthy(cluster, faults)
+    whatif = None
+    if faults or jitter:
+        what = [faults.text()] if faults else []
+        what += [f"compute jitter sigma {jitter:g}"] if jitter else []
+        whatif = WhatIf("; ".join(what), {}, {})
+    labels = ["baseline", *variants, *([WHATIF] if whatif is not None else [])]
     total, done = len(set(counts)) * len(labels), [0]
 
     def comm(topo):
@@ -155,11 +176,15 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
         done[0] += 1
         return (comm_factory or engine_comm_model)(topo)
 
-    sweep = Sweep(spec_model.name, name, {}, {}, {})
+    sweep = Sweep(spec_model.name, name, {}, {}, {}, whatif=whatif)
     for label in labels:
+        extra: dict[str, Any] = {}
+        if label == WHATIF:
+            extra = {"faults": faults, "adjust": adjuster(spec_model, efficiency, whatif, jitter,
+                                                          DEFAULT_STEPS if steps is None else steps, seed or 0)}
         runs = scaling_runs(spec_model, cluster, counts, template, efficiency=efficiency, comm_factory=comm,
-                            search=search, variant=None if label == "baseline" else label,
-                            allow_over_hbm=explicit, **defaults)
+                            search=search, variant=None if label in ("baseline", WHATIF) else label,
+                            allow_over_hbm=explicit, **extra, **defaults)
         if all(isinstance(r, Refused) for r in runs):
             reasons = list(dict.fromkeys(r.reason for r in runs))
             why = reasons[0] if len(reasons) == 1 else "; ".join(f"{r.n_gpus} GPUs: {r.reason}" for r in runs)
@@ -173,6 +198,21 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
         progress(total, total)
     sweep.warnings = _warnings(sweep, efficiency)
     return sweep
+
+
+def _healthy(cluster, faults):
+    """(the cluster without its own faults, every fault to run as the what-if): a cluster file's or spec's faults
+    section joins the given faults, so the baseline is the healthy cluster."""
+    from fabricsim import topology
+    from fabricsim.topology.faults import NO_FAULTS
+
+    if isinstance(cluster, str) and cluster in topology.PRESETS:
+        return cluster, faults
+    spec = topology.load_spec(cluster) if isinstance(cluster, (str, Path)) else cluster
+    own = getattr(spec, "faults", None)
+    if not own:
+        return cluster, faults
+    return replace(spec, faults=NO_FAULTS), own.plus(faults) if faults else own
 
 
 def _warnings(sweep: Sweep, efficiency: float | None) -> list[str]:

@@ -147,9 +147,11 @@ def shape_of(model: ModelSpec, par: P.Parallelism) -> Shape:
 
 
 def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, efficiency: float | None = None, *,
-              free: tuple[str, ...] = ()) -> StepResult:
+              free: tuple[str, ...] = (), compute_speed: float = 1.0) -> StepResult:
     """Time one optimizer step of `model` laid out as `par` (resolved and validated) on GPUs of type `gpu` (a
-    hardware.GPU); communication of the group types in `free` ('tp', 'dp', ...) is taken as free (a lower bound)."""
+    hardware.GPU); communication of the group types in `free` ('tp', 'dp', ...) is taken as free (a lower bound).
+    `compute_speed` < 1: every kernel and the optimizer take 1 / compute_speed as long (a throttled GPU, as
+    `training.stragglers` times one stage of a step), the communication as it is."""
     n, m, b, s, h = par.n_gpus, par.micro_batches, par.micro_batch, model.seq, model.hidden
     peak = gemm_peak(gpu, par.precision)
     tokens = par.global_batch * s
@@ -163,8 +165,10 @@ def step_time(model: ModelSpec, par: P.Parallelism, gpu, comm: CommModel, effici
         target = (model_flops + extra) / (n * peak * efficiency) * (sc.layers * par.pp / model.layers) / m
         per_mb = per_mb.scaled(target / per_mb.total)
         eff, eff_source = efficiency, "set by the user"
+    if compute_speed != 1.0:
+        per_mb = per_mb.scaled(1.0 / compute_speed)
     local = P.params_per_gpu(model, par)
-    optimizer = optimizer_time(local, par.dp * par.cp if par.zero >= 1 else 1, gpu)
+    optimizer = optimizer_time(local, par.dp * par.cp if par.zero >= 1 else 1, gpu) / compute_speed
     compute = m * per_mb.total + optimizer
 
     timer = _Timer(comm, free)

@@ -58,11 +58,12 @@ def nvl72_segment(trays: int, trays_per_domain: int) -> int:
     return next(s for s in range(trays_per_domain, 0, -1) if trays % s == 0)
 
 
-def cluster_topology(cluster, n_gpus: int, variant: str | None = None) -> Topology:
+def cluster_topology(cluster, n_gpus: int, variant: str | None = None, faults=None) -> Topology:
     """A topology with room for `n_gpus` GPUs from a preset name, a YAML path or a ClusterSpec: the template whose
     node count the sweep sets, in whole nodes, and on NVL72 in whole 72-GPU domains holding the job's segments
     (`nvl72_segment`): 64 GPUs use 16 trays of one rack, 256 GPUs 16 trays of each of 4 racks (`job_placement`).
-    `variant` (a `training.variants` name) changes one part of the fabric of the sized cluster."""
+    `variant` (a `training.variants` name) changes one part of the fabric of the sized cluster; `faults` (a
+    `topology.Faults`) fail or slow parts of it, resolved against the sized cluster."""
     from fabricsim.training.variants import variant as apply_variant
 
     name = cluster if isinstance(cluster, str) and cluster in topology.PRESETS else None
@@ -72,6 +73,8 @@ def cluster_topology(cluster, n_gpus: int, variant: str | None = None) -> Topolo
     if variant:
         spec = apply_variant(spec, variant)
         spec = replace(spec, nodes=_nodes_for(spec, n_gpus))
+    if faults:
+        spec = replace(spec, faults=spec.faults.plus(faults))
     return topology.build(spec)
 
 
@@ -189,13 +192,15 @@ def default_batch(model: ModelSpec, cluster, counts: Sequence[int], template: P.
 
 def scaling_runs(model: ModelSpec, cluster, gpu_counts: Sequence[int], template: P.Parallelism | None = None, *,
                  efficiency: float | None = None, comm_factory: Callable[[Topology], CommModel] | None = None,
-                 search: bool = False, variant: str | None = None, allow_over_hbm: bool = False,
+                 search: bool = False, variant: str | None = None, allow_over_hbm: bool = False, faults=None,
+                 adjust: Callable[[StepResult, Topology, CommModel], StepResult] | None = None,
                  **defaults) -> list[StepResult | Refused]:
     """A step result, or a `Refused` with the reason, for each GPU count (sorted ascending), all with one global
     batch (see the module docstring). `defaults` go to `default_parallelism`, or with `search` to `fastest_layout`
     (every fitting layout considered, the fastest kept; a `tp`, `pp` or `ep` in `defaults` fixes that size);
-    `variant` changes the cluster's fabric (`training.variants`); a template layout estimated over HBM is timed
-    (and flagged) only with `allow_over_hbm`."""
+    `variant` changes the cluster's fabric (`training.variants`), `faults` fail or slow parts of it; `adjust(result,
+    topology, comm)` replaces each step result (`training.stragglers` charges slow GPUs there); a template layout
+    estimated over HBM is timed (and flagged) only with `allow_over_hbm`."""
     if comm_factory is None:
         from fabricsim.training.comm import engine_comm_model as comm_factory
     counts = sorted(set(int(n) for n in gpu_counts))
@@ -216,13 +221,14 @@ def scaling_runs(model: ModelSpec, cluster, gpu_counts: Sequence[int], template:
     results: list[StepResult | Refused] = []
     for n in counts:
         try:
-            topo = cluster_topology(cluster, n, variant)
+            topo = cluster_topology(cluster, n, variant, faults)
             comm = comm_for(comm_factory, topo, n)
             if search:
-                results.append(fastest_layout(model, n, topo, comm, efficiency, **defaults))
-                continue
-            par = layout_for(model, template, n, topo, allow_over_hbm=allow_over_hbm, **defaults)
-            results.append(step_time(model, par, topology_gpu(topo), comm, efficiency))
+                result = fastest_layout(model, n, topo, comm, efficiency, **defaults)
+            else:
+                par = layout_for(model, template, n, topo, allow_over_hbm=allow_over_hbm, **defaults)
+                result = step_time(model, par, topology_gpu(topo), comm, efficiency)
+            results.append(result if adjust is None else adjust(result, topo, comm))
         except FabricsimError as err:
             results.append(Refused(n, str(err)))
     return results

@@ -49,6 +49,27 @@ def _lanes(topo: Topology, link: int, tech) -> float:
     return 16 * float(topo.link_capacity[link]) / (float(topo.link_count[link]) * tech.bw)
 
 
+def _nccl_links(topo: Topology, links: np.ndarray) -> np.ndarray:
+    """Physical links NCCL counts in each link: its capacity in whole links of its technology. A healthy link has
+    its `link_count`; a degraded NVLink aggregate (some of a GPU's 18 links down) counts the links left, as NVML
+    reports only active NVLinks to NCCL's topology detection (a fraction of a link rounds down)."""
+    per_link = np.array([hardware.get_link(t).bw for t in topo.techs])[topo.link_tech[links]]
+    return np.floor(topo.link_capacity[links] / per_link + 1e-6).astype(np.int64)
+
+
+def _nvlinks_per_gpu(topo: Topology, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(NVLinks NCCL counts, whether one reaches an NVSwitch) per rank of `ranks`."""
+    nvlink = np.array([hardware.get_link(t).kind == "nvlink" for t in topo.techs])
+    gpu_of = np.full(topo.n_devices, -1, dtype=np.int64)
+    gpu_of[topo.gpu_device[ranks]] = np.arange(ranks.size)
+    out = np.flatnonzero(nvlink[topo.link_tech] & (gpu_of[topo.link_src] >= 0))
+    owner = gpu_of[topo.link_src[out]]
+    counts = np.bincount(owner, weights=_nccl_links(topo, out), minlength=ranks.size).astype(np.int64)
+    to_switch = (topo.dev_kind[topo.link_dst[out]] == DeviceKind.NVSWITCH) & (_nccl_links(topo, out) > 0)
+    switch = np.bincount(owner[to_switch], minlength=ranks.size) > 0
+    return counts, switch
+
+
 def _nvlink_mesh(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ...]:
     """NVLinks between each pair of the first NVLink domain's ranks when they are joined directly (no NVSwitch)
     and more than two (with two, every ring is the same ring); () otherwise. Ranks in order: NCCL's GPU order."""
@@ -63,7 +84,7 @@ def _nvlink_mesh(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ..
     if direct.size == 0:
         return ()
     mesh = np.zeros((local.size, local.size), dtype=np.int64)
-    np.add.at(mesh, (a[direct], b[direct]), topo.link_count[direct].astype(np.int64))
+    np.add.at(mesh, (a[direct], b[direct]), _nccl_links(topo, direct))
     return tuple(tuple(int(x) for x in row) for row in mesh)
 
 
@@ -86,13 +107,15 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None, versio
     compcap = int(round(gpu.compute_capability * 10))
     per_link = K.nvlink_bw_per_link(compcap)
 
+    # NCCL's search needs every GPU's links to carry a channel (search.cc followPath): the GPU with the fewest
+    # working NVLinks sets the count, and NVLS needs every GPU on the NVSwitch
+    counts, switched = _nvlinks_per_gpu(topo, ranks)
+    n_links = int(counts.min())
+    has_nvswitch = bool(switched.all())
     nvlinks = _out_links(topo, gpu_dev, ("nvlink",))
-    kinds = topo.dev_kind[topo.link_dst[[l for l, _ in nvlinks]]] if nvlinks else np.array([], dtype=np.int8)
-    n_links = int(sum(int(topo.link_count[l]) for l, _ in nvlinks))
-    has_nvswitch = bool((kinds == DeviceKind.NVSWITCH).any())
     peer = None
-    if nvlinks and not has_nvswitch:
-        peer = max(int(topo.link_count[l]) for l, _ in nvlinks) * per_link
+    if nvlinks and not switched.any():
+        peer = int(max(_nccl_links(topo, np.array([l for l, _ in nvlinks])))) * per_link
 
     pcie = _out_links(topo, gpu_dev, ("pcie",))
     pcie_bw = _pcie_bw(pcie[0][1].name, _lanes(topo, *pcie[0])) if pcie else _pcie_bw(gpu.pcie_link)
@@ -102,15 +125,18 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None, versio
     nic_bw, nics, gpu_nics, plugin_latency = 0.0, 0, 1, 0.0
     nic_dev = int(topo.gpu_nic[ranks[0]]) if topo.gpu_nic is not None else -1
     if nic_dev >= 0:
-        net = _out_links(topo, nic_dev, ("infiniband", "ethernet"))
         ports = int(features.get("nic_ports", 1) or 1)  # a card's ports: one NCCL device
         per_gpu = int(features.get("nics_per_gpu", 1) or 1)  # ports a GPU sends on
-        group = per_gpu if transport.fuses_local_nics else ports  # ports behind one NCCL device
+        group = max(per_gpu if transport.fuses_local_nics else ports, 1)  # ports behind one NCCL device
+        # NICs of one NCCL node = one NVLink domain (a whole NVL72 rack): the NCCL devices with a working fabric port
+        # (NCCL lists only ACTIVE ports, net_ib/init.cc; a fused device keeps the ports that are up)
+        domain = topo.gpu_domain[ranks[0]]
+        ports_here = np.flatnonzero((topo.dev_kind == DeviceKind.NIC) & (topo.dev_domain == domain))
+        port_links = [_out_links(topo, int(d), ("infiniband", "ethernet"))[:1] for d in ports_here]
+        nics = len({i // group for i, links in enumerate(port_links) if links})
+        net = _out_links(topo, nic_dev, ("infiniband", "ethernet")) or next((l for l in port_links if l), [])
         if net and net[0][1].line_rate_gbps:
             nic_bw = group * net[0][1].line_rate_gbps / 8.0  # speed (Mbps) / 8000
-        # NICs of one NCCL node = one NVLink domain (a whole NVL72 rack)
-        domain = topo.gpu_domain[ranks[0]]
-        nics = int(((topo.dev_kind == DeviceKind.NIC) & (topo.dev_domain == domain)).sum()) // max(group, 1)
         gpu_nics = max(per_gpu // group, 1)
         plugin_latency = hardware.get_nic(topo.parts[int(topo.dev_part[nic_dev])]).plugin_latency
 
