@@ -40,12 +40,12 @@ class _Incidence:
     @staticmethod
     def of(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, capacity: np.ndarray,
            edge_share: np.ndarray | None = None) -> _Incidence:
-        by_link = np.argsort(edge_link, kind="stable")  # one sort numbers the links crossed and groups their edges
-        ordered = edge_link[by_link]
-        first = np.concatenate([[True], ordered[1:] != ordered[:-1]]) if ordered.size else np.zeros(0, dtype=bool)
-        edge_lk = np.empty(edge_link.shape[0], dtype=np.int64)
-        edge_lk[by_link] = np.cumsum(first) - 1
-        links = ordered[first]
+        crossed = np.bincount(edge_link) > 0  # the links crossed, numbered 0.. in link order
+        links = np.flatnonzero(crossed)
+        edge_lk = (np.cumsum(crossed) - 1)[edge_link]
+        # one stable sort groups the edges by link: a radix sort when the numbers fit 16 bits (a fabric's few
+        # thousand links crossed), the same order as sorting the link numbers themselves
+        by_link = np.argsort(edge_lk.astype(np.uint16) if links.shape[0] <= 1 << 16 else edge_lk, kind="stable")
         share = None if edge_share is None or (edge_share == 1).all() else np.asarray(edge_share, dtype=np.float64)
         return _Incidence(edge_flow, edge_lk, share, capacity[links].astype(np.float64), by_link,
                           _ptr(edge_lk, links.shape[0]),
@@ -65,8 +65,8 @@ def _gather(order: np.ndarray, ptr: np.ndarray, items: np.ndarray) -> np.ndarray
 
 def _ranges(order: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """order[lo[i]:hi[i]] for each i, concatenated."""
-    if lo.shape[0] == 1:
-        return order[int(lo[0]):int(hi[0])]
+    if lo.shape[0] <= 1:
+        return order[int(lo[0]):int(hi[0])] if lo.shape[0] else np.zeros(0, dtype=np.int64)
     count = hi - lo
     total = int(count.sum())
     if total == 0:
@@ -134,6 +134,20 @@ def _by_cap(rate_cap: np.ndarray | None, flows: np.ndarray) -> np.ndarray:
     return capped[np.argsort(rate_cap[capped], kind="stable")]
 
 
+def _next_active(flows: np.ndarray, active: np.ndarray, i: int) -> int:
+    """The first index from `i` on of an active flow among `flows` (len(flows): none), scanning blocks that
+    double in size: the cost of what it skips, not of the list."""
+    block = 64
+    while i < flows.shape[0]:
+        ahead = active[flows[i:i + block]]
+        hit = int(np.argmax(ahead))
+        if ahead[hit]:
+            return i + hit
+        i += block
+        block *= 2
+    return flows.shape[0]
+
+
 def _fill(inc: _Incidence, active: np.ndarray, load: np.ndarray, crossing: np.ndarray, base: np.ndarray,
           start: float, mult: np.ndarray, rate_cap: np.ndarray | None, capped: np.ndarray) -> np.ndarray:
     """Progressive filling of the `active` flows from level `start`: every link offers `base` (its capacity less
@@ -150,8 +164,7 @@ def _fill(inc: _Incidence, active: np.ndarray, load: np.ndarray, crossing: np.nd
     while n_active:
         used = crossing > 0
         step = float(np.min(rem[used] / load[used]))
-        while next_cap < capped.shape[0] and not active[capped[next_cap]]:
-            next_cap += 1
+        next_cap = _next_active(capped, active, next_cap)
         if next_cap < capped.shape[0]:
             step = min(step, float(rate_cap[capped[next_cap]]) - level)
         step = max(step, 0.0)
@@ -269,7 +282,8 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
     # of the flows to solve: alive, not kept
     load, crossing = _link_loads(inc, None if alive.all() else np.flatnonzero(alive[inc.edge_flow]), mult)
     t, start = 0.0, 0.0  # start: the level the kept flows' rates are below
-    while cls.finite().shape[0]:  # left by the break below once the last finite flow finishes
+    ids = cls.finite()
+    while ids.shape[0]:  # left by the break below once the last finite flow finishes
         solve = cls.live[~cls.kept[cls.live]]
         if solve.shape[0]:
             active = np.zeros(n, dtype=bool)
@@ -277,24 +291,24 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
             solved = _fill(inc, active, load.copy(), crossing.copy(), base, start, mult, rate_cap, capped)
             rate[active] = solved[active]
             cls.split(solve, rate)
+            ids = cls.finite()
         if invariants.ON:
             _check(inc, alive, rate, mult, rate_cap, "draining flows")
-        ids = cls.finite()
         left = cls.rem[ids] / cls.rate[ids]
         dt = float(left.min())
         t += dt
-        cls.rem[cls.live] -= cls.rate[cls.live] * dt
+        cls.rem[ids] -= cls.rate[ids] * dt  # (a persistent flow's bytes left are never read)
         done_cls = ids[left <= dt * (1 + _REL_TOL)]
         done = _ranges(cls.order, cls.lo[done_cls], cls.hi[done_cls])
         if invariants.ON:  # what a finished flow has not moved is what it injected but did not deliver
             left_bytes = np.zeros(n)
-            left_bytes[_ranges(cls.order, cls.lo[done_cls], cls.hi[done_cls])] = np.repeat(
-                cls.rem[done_cls], cls.hi[done_cls] - cls.lo[done_cls])
+            left_bytes[done] = np.repeat(cls.rem[done_cls], cls.hi[done_cls] - cls.lo[done_cls])
             invariants.check_delivered("draining flows", nbytes[done] - left_bytes[done], nbytes[done])
         finish[done] = t
         alive[done] = False
         cls.end(done_cls)
-        if not cls.finite().shape[0]:
+        ids = cls.finite()
+        if not ids.shape[0]:
             break
         start = float(cls.rate[done_cls].min()) * (1 - 1e-6)
         now_kept = cls.rate[cls.live] < start
