@@ -69,12 +69,16 @@ def _ranges(order: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """order[lo[i]:hi[i]] for each i, concatenated."""
     if lo.shape[0] <= 1:
         return order[int(lo[0]):int(hi[0])] if lo.shape[0] else np.zeros(0, dtype=np.int64)
+    return order[_positions(lo, hi)]
+
+
+def _positions(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """lo[i], lo[i] + 1, ..., hi[i] - 1 for each i, concatenated."""
     count = hi - lo
     total = int(count.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    offset = np.repeat(lo - np.cumsum(count) + count, count)
-    return order[offset + np.arange(total)]
+    return np.repeat(lo - np.cumsum(count) + count, count) + np.arange(total)
 
 
 def _distinct(flows: np.ndarray, n_flows: int) -> np.ndarray:
@@ -223,7 +227,7 @@ class _Classes:
 
     def split(self, classes: np.ndarray, rate: np.ndarray) -> None:
         """Give these classes their flows' new rates, splitting a class whose flows now differ in rate."""
-        pos = _ranges(np.arange(self.order.shape[0]), self.lo[classes], self.hi[classes])
+        pos = _positions(self.lo[classes], self.hi[classes])
         owner = np.repeat(classes, self.hi[classes] - self.lo[classes])
         flows = self.order[pos]
         bits = rate[flows].view(np.int64)
