@@ -133,3 +133,19 @@ def test_warm_started_drain_equals_solving_every_finish_from_scratch(case, data)
     got = drain(ef, el, nbytes, cap, mult, rate_cap, persistent, share)
     want = _reference_drain(ef, el, nbytes, cap, mult, rate_cap, persistent, share)
     np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(flow_sets(), st.integers(2, 4), st.data())
+def test_copies_of_flows_drain_as_one_flow_of_their_multiplicity(case, k, data):
+    """k separate copies of every flow (same links, bytes and cap) finish together, when one flow of k x the
+    multiplicity does; bytes drawn from a few values make flows of equal bytes but different rates start in one
+    class of the drain and part ways."""
+    ef, el, n, cap, _ = case
+    nbytes = np.array(data.draw(st.lists(st.sampled_from([10.0, 100.0, 250.0]), min_size=n, max_size=n)))
+    rate_cap = np.array(data.draw(st.lists(st.sampled_from([np.inf, 0.7, 3.0]), min_size=n, max_size=n)))
+    one = drain(ef, el, nbytes, cap, np.full(n, float(k)), rate_cap)
+    many = drain(np.concatenate([ef + i * n for i in range(k)]), np.tile(el, k), np.tile(nbytes, k), cap, None,
+                 np.tile(rate_cap, k))
+    assert (many.reshape(k, n) == many[:n]).all()
+    np.testing.assert_allclose(many[:n], one, rtol=1e-9)

@@ -11,6 +11,8 @@ so a symmetric collective over 131,072 GPUs takes a handful of vectorised passes
 links, not the edges: each link's load of unfrozen flows is kept up to date as flows freeze (their own
 edges only), so a fabric whose hashed ECMP paths give hundreds of distinct bottleneck levels (an
 all-to-all over several NVL72 racks) re-solves quickly at every one of its thousands of flow finishes.
+Between re-solves a drain moves classes of flows (equal bytes left, equal rate), not flows: a 1,024-rank
+all-to-all's 10^5-10^6 hashed-ECMP flows are a few thousand classes, and most finishes re-solve nothing.
 """
 
 from __future__ import annotations
@@ -40,12 +42,12 @@ class _Incidence:
     @staticmethod
     def of(edge_flow: np.ndarray, edge_link: np.ndarray, n_flows: int, capacity: np.ndarray,
            edge_share: np.ndarray | None = None) -> _Incidence:
-        by_link = np.argsort(edge_link, kind="stable")  # one sort numbers the links crossed and groups their edges
-        ordered = edge_link[by_link]
-        first = np.concatenate([[True], ordered[1:] != ordered[:-1]]) if ordered.size else np.zeros(0, dtype=bool)
-        edge_lk = np.empty(edge_link.shape[0], dtype=np.int64)
-        edge_lk[by_link] = np.cumsum(first) - 1
-        links = ordered[first]
+        crossed = np.bincount(edge_link) > 0  # the links crossed, numbered 0.. in link order
+        links = np.flatnonzero(crossed)
+        edge_lk = (np.cumsum(crossed) - 1)[edge_link]
+        # one stable sort groups the edges by link: a radix sort when the numbers fit 16 bits (a fabric's few
+        # thousand links crossed), the same order as sorting the link numbers themselves
+        by_link = np.argsort(edge_lk.astype(np.uint16) if links.shape[0] <= 1 << 16 else edge_lk, kind="stable")
         share = None if edge_share is None or (edge_share == 1).all() else np.asarray(edge_share, dtype=np.float64)
         return _Incidence(edge_flow, edge_lk, share, capacity[links].astype(np.float64), by_link,
                           _ptr(edge_lk, links.shape[0]),
@@ -60,12 +62,23 @@ def _ptr(keys: np.ndarray, n: int) -> np.ndarray:
 
 def _gather(order: np.ndarray, ptr: np.ndarray, items: np.ndarray) -> np.ndarray:
     """The edges of `items` (links or flows): order[ptr[i]:ptr[i+1]] for each, concatenated."""
-    start, count = ptr[items], ptr[items + 1] - ptr[items]
+    return _ranges(order, ptr[items], ptr[items + 1])
+
+
+def _ranges(order: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """order[lo[i]:hi[i]] for each i, concatenated."""
+    if lo.shape[0] <= 1:
+        return order[int(lo[0]):int(hi[0])] if lo.shape[0] else np.zeros(0, dtype=np.int64)
+    return order[_positions(lo, hi)]
+
+
+def _positions(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """lo[i], lo[i] + 1, ..., hi[i] - 1 for each i, concatenated."""
+    count = hi - lo
     total = int(count.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    offset = np.repeat(start - np.cumsum(count) + count, count)
-    return order[offset + np.arange(total)]
+    return np.repeat(lo - np.cumsum(count) + count, count) + np.arange(total)
 
 
 def _distinct(flows: np.ndarray, n_flows: int) -> np.ndarray:
@@ -127,6 +140,20 @@ def _by_cap(rate_cap: np.ndarray | None, flows: np.ndarray) -> np.ndarray:
     return capped[np.argsort(rate_cap[capped], kind="stable")]
 
 
+def _next_active(flows: np.ndarray, active: np.ndarray, i: int) -> int:
+    """The first index from `i` on of an active flow among `flows` (len(flows): none), scanning blocks that
+    double in size: the cost of what it skips, not of the list."""
+    block = 64
+    while i < flows.shape[0]:
+        ahead = active[flows[i:i + block]]
+        hit = int(np.argmax(ahead))
+        if ahead[hit]:
+            return i + hit
+        i += block
+        block *= 2
+    return flows.shape[0]
+
+
 def _fill(inc: _Incidence, active: np.ndarray, load: np.ndarray, crossing: np.ndarray, base: np.ndarray,
           start: float, mult: np.ndarray, rate_cap: np.ndarray | None, capped: np.ndarray) -> np.ndarray:
     """Progressive filling of the `active` flows from level `start`: every link offers `base` (its capacity less
@@ -135,6 +162,7 @@ def _fill(inc: _Incidence, active: np.ndarray, load: np.ndarray, crossing: np.nd
     rate = np.zeros(active.shape[0])
     active = active.copy()
     capped = capped[active[capped]]
+    capped_rate = None if rate_cap is None else rate_cap[capped]  # ascending: the flows a level reaches are a prefix
     level = start
     rem = np.maximum(base - level * load, 0.0)
     n_active = int(np.count_nonzero(active))
@@ -142,8 +170,7 @@ def _fill(inc: _Incidence, active: np.ndarray, load: np.ndarray, crossing: np.nd
     while n_active:
         used = crossing > 0
         step = float(np.min(rem[used] / load[used]))
-        while next_cap < capped.shape[0] and not active[capped[next_cap]]:
-            next_cap += 1
+        next_cap = _next_active(capped, active, next_cap)
         if next_cap < capped.shape[0]:
             step = min(step, float(rate_cap[capped[next_cap]]) - level)
         step = max(step, 0.0)
@@ -152,8 +179,8 @@ def _fill(inc: _Incidence, active: np.ndarray, load: np.ndarray, crossing: np.nd
         saturated = np.flatnonzero(used & (rem <= _REL_TOL * inc.cap))
         freeze = inc.edge_flow[_gather(inc.by_link, inc.link_ptr, saturated)]
         if next_cap < capped.shape[0]:
-            later = capped[next_cap:]
-            freeze = np.concatenate([freeze, later[rate_cap[later] <= level * (1 + _REL_TOL)]])
+            reached = int(np.searchsorted(capped_rate[next_cap:], level * (1 + _REL_TOL), side="right"))
+            freeze = np.concatenate([freeze, capped[next_cap:next_cap + reached]])
         freeze = _distinct(freeze[active[freeze]], active.shape[0])
         rate[freeze] = level
         active[freeze] = False
@@ -167,6 +194,71 @@ def _fill(inc: _Incidence, active: np.ndarray, load: np.ndarray, crossing: np.nd
     return rate
 
 
+class _Classes:
+    """The live flows of a drain in classes of identical state: the same bytes left and the same rate at the last
+    solve, so they finish together. A class's flows are order[lo:hi]; its bytes left and rate are one number each,
+    so an event costs the classes, not the flows (an all-to-all's 130,000 flows are a few thousand classes of
+    equal rate). Classes only split (when a re-solve gives their flows different rates) and end (when they finish)."""
+
+    def __init__(self, remaining: np.ndarray, alive: np.ndarray, persistent: np.ndarray):
+        flows = np.flatnonzero(alive)
+        bits = np.where(persistent[flows], 0, remaining[flows].view(np.int64))  # persistent flows' bytes: unread
+        perm = np.lexsort((bits, persistent[flows]))
+        flows, bits = flows[perm], bits[perm]
+        pers = persistent[flows]
+        new = np.concatenate([[True], (bits[1:] != bits[:-1]) | (pers[1:] != pers[:-1])]) if flows.size else \
+            np.zeros(0, dtype=bool)
+        self.order = flows
+        self.lo = np.flatnonzero(new)
+        self.hi = np.append(self.lo[1:], flows.shape[0])
+        self.rem = remaining[flows[self.lo]].astype(np.float64)
+        self.rate = np.zeros(self.lo.shape[0])
+        self.persistent = pers[self.lo]
+        self.kept = np.zeros(self.lo.shape[0], dtype=bool)
+        self.live = np.arange(self.lo.shape[0])
+
+    def members(self, classes: np.ndarray) -> np.ndarray:
+        """The flows of these classes, ascending."""
+        return np.sort(_ranges(self.order, self.lo[classes], self.hi[classes]))
+
+    def finite(self) -> np.ndarray:
+        """The live classes of flows that finish."""
+        return self.live[~self.persistent[self.live]]
+
+    def split(self, classes: np.ndarray, rate: np.ndarray) -> None:
+        """Give these classes their flows' new rates, splitting a class whose flows now differ in rate."""
+        pos = _positions(self.lo[classes], self.hi[classes])
+        owner = np.repeat(classes, self.hi[classes] - self.lo[classes])
+        flows = self.order[pos]
+        bits = rate[flows].view(np.int64)
+        perm = np.lexsort((bits, owner))
+        flows, bits, owner = flows[perm], bits[perm], owner[perm]
+        self.order[pos] = flows  # each class's flows stay in its own slots, grouped by rate
+        first = np.concatenate([[True], (owner[1:] != owner[:-1]) | (bits[1:] != bits[:-1])])
+        start = np.flatnonzero(first)
+        lo = pos[start]
+        hi = lo + np.diff(np.append(start, flows.shape[0]))
+        parent = owner[start]
+        keeps = np.concatenate([[True], parent[1:] != parent[:-1]])  # a class's first group keeps its number
+        self.hi[parent[keeps]] = hi[keeps]
+        self.rate[parent[keeps]] = rate[flows[start[keeps]]]
+        more = ~keeps
+        if more.any():
+            new = np.arange(self.lo.shape[0], self.lo.shape[0] + int(more.sum()))
+            self.lo = np.concatenate([self.lo, lo[more]])
+            self.hi = np.concatenate([self.hi, hi[more]])
+            self.rem = np.concatenate([self.rem, self.rem[parent[more]]])
+            self.rate = np.concatenate([self.rate, rate[flows[start[more]]]])
+            self.persistent = np.concatenate([self.persistent, self.persistent[parent[more]]])
+            self.kept = np.concatenate([self.kept, self.kept[parent[more]]])
+            self.live = np.concatenate([self.live, new])
+
+    def end(self, classes: np.ndarray) -> None:
+        gone = np.zeros(self.lo.shape[0], dtype=bool)
+        gone[classes] = True
+        self.live = self.live[~gone[self.live]]
+
+
 def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capacity: np.ndarray,
           mult: np.ndarray | None = None, rate_cap: np.ndarray | None = None,
           persistent: np.ndarray | None = None, edge_share: np.ndarray | None = None) -> np.ndarray:
@@ -178,52 +270,72 @@ def drain(edge_flow: np.ndarray, edge_link: np.ndarray, nbytes: np.ndarray, capa
     Each re-solve starts warm: a flow frozen below the slowest just-finished flow's rate met its bottleneck
     before any finished flow did, on links no finished flow crosses (one that did would have frozen that flow
     too), so it keeps its rate, and progressive filling resumes from that level for the others. Flows finish
-    fastest first, so most of a fabric's bottleneck levels are solved once, not at every finish.
+    fastest first, so most of a fabric's bottleneck levels are solved once, not at every finish. Flows of one
+    rate and the same bytes left move as one class (`_Classes`): an event costs the classes and the flows it
+    re-solves or finishes, not every flow.
     """
     n = nbytes.shape[0]
     mult = np.ones(n) if mult is None else mult
     persistent = np.zeros(n, dtype=bool) if persistent is None else persistent
-    remaining = nbytes.astype(np.float64).copy()
+    remaining = nbytes.astype(np.float64)
     finish = np.where(persistent, np.inf, 0.0)
     alive = persistent | (remaining > 0)
     inc = _Incidence.of(edge_flow, edge_link, n, capacity, edge_share)  # built once for every re-solve
     capped = _by_cap(rate_cap, alive)
-    kept = np.zeros(n, dtype=bool)  # flows whose rate carries over from the last solve
-    kept_rate = np.zeros(n)
+    cls = _Classes(remaining, alive, persistent)
+    rate = np.zeros(n)  # each live flow's rate at the last solve (a kept flow's carries over)
     base = inc.cap.copy()  # capacity less what the kept flows take
     # of the flows to solve: alive, not kept
     load, crossing = _link_loads(inc, None if alive.all() else np.flatnonzero(alive[inc.edge_flow]), mult)
     t, start = 0.0, 0.0  # start: the level the kept flows' rates are below
-    while (alive & ~persistent).any():  # left by the break below once the last finite flow finishes
-        rates = _fill(inc, alive & ~kept, load.copy(), crossing.copy(), base, start, mult, rate_cap, capped)
-        rates[kept] = kept_rate[kept]
+    ids = cls.finite()
+    while ids.shape[0]:  # left by the break below once the last finite flow finishes
+        solve = cls.live[~cls.kept[cls.live]]
+        if solve.shape[0]:
+            active = np.zeros(n, dtype=bool)
+            active[_ranges(cls.order, cls.lo[solve], cls.hi[solve])] = True
+            solved = _fill(inc, active, load.copy(), crossing.copy(), base, start, mult, rate_cap, capped)
+            rate[active] = solved[active]
+            cls.split(solve, rate)
+            ids = cls.finite()
         if invariants.ON:
-            _check(inc, alive, rates, mult, rate_cap, "draining flows")
-        ids = np.flatnonzero(alive & ~persistent)
-        left = remaining[ids] / rates[ids]
+            _check(inc, alive, rate, mult, rate_cap, "draining flows")
+        left = cls.rem[ids] / cls.rate[ids]
         dt = float(left.min())
         t += dt
-        run = np.flatnonzero(alive)
-        remaining[run] -= rates[run] * dt
-        done = ids[left <= dt * (1 + _REL_TOL)]
+        cls.rem[ids] -= cls.rate[ids] * dt  # (a persistent flow's bytes left are never read)
+        done_cls = ids[left <= dt * (1 + _REL_TOL)]
+        done = _ranges(cls.order, cls.lo[done_cls], cls.hi[done_cls])
         if invariants.ON:  # what a finished flow has not moved is what it injected but did not deliver
-            invariants.check_delivered("draining flows", nbytes[done] - remaining[done], nbytes[done])
-        remaining[done] = 0.0
+            left_bytes = np.zeros(n)
+            left_bytes[done] = np.repeat(cls.rem[done_cls], cls.hi[done_cls] - cls.lo[done_cls])
+            invariants.check_delivered("draining flows", nbytes[done] - left_bytes[done], nbytes[done])
         finish[done] = t
         alive[done] = False
-        if not (alive & ~persistent).any():
+        cls.end(done_cls)
+        ids = cls.finite()
+        if not ids.shape[0]:
             break
-        start = float(rates[done].min()) * (1 - 1e-6)
-        now_kept = alive & (rates < start)
-        gone_kept, gone_active = done[kept[done]], done[~kept[done]]
-        to_kept, to_active = np.flatnonzero(now_kept & ~kept), np.flatnonzero(kept & alive & ~now_kept)
-        base += _usage(inc, gone_kept, kept_rate, mult) + _usage(inc, to_active, kept_rate, mult)
-        base -= _usage(inc, to_kept, rates, mult)
+        start = float(cls.rate[done_cls].min()) * (1 - 1e-6)
+        now_kept = cls.rate[cls.live] < start
+        to_kept_cls = cls.live[now_kept & ~cls.kept[cls.live]]
+        to_active_cls = cls.live[cls.kept[cls.live] & ~now_kept]
+        gone_kept, gone_active = cls.members(done_cls[cls.kept[done_cls]]), cls.members(done_cls[~cls.kept[done_cls]])
+        to_kept, to_active = cls.members(to_kept_cls), cls.members(to_active_cls)
+        # (skipping an empty update is exact: no load or capacity left is ever -0.0, which adding +0.0 would change)
+        if gone_kept.shape[0] or to_active.shape[0]:
+            base += _usage(inc, gone_kept, rate, mult) + _usage(inc, to_active, rate, mult)
+        if to_kept.shape[0]:
+            base -= _usage(inc, to_kept, rate, mult)
+        moved = False
         for flows, sign in ((gone_active, -1), (to_kept, -1), (to_active, 1)):
-            more_load, more_crossing = _link_loads(inc, _gather(inc.by_flow, inc.flow_ptr, flows), mult)
-            load += sign * more_load
-            crossing += sign * more_crossing
-        load[crossing == 0] = 0.0
-        kept_rate[to_kept] = rates[to_kept]
-        kept = now_kept
+            if flows.shape[0]:
+                more_load, more_crossing = _link_loads(inc, _gather(inc.by_flow, inc.flow_ptr, flows), mult)
+                load += sign * more_load
+                crossing += sign * more_crossing
+                moved = True
+        if moved:
+            load[crossing == 0] = 0.0
+        cls.kept[to_kept_cls] = True
+        cls.kept[to_active_cls] = False
     return finish
