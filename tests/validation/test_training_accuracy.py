@@ -101,3 +101,10 @@ def test_json_output_carries_what_the_text_says(tmp_path):
     (row,) = json.loads(out.output[out.output.index("["):])
     assert {"group", "layout", "note", "unmeasured", "memory_gb", "hbm_gb"} <= set(row)
     assert "no throughput number" in row["unmeasured"] and row["error_pct"] is None
+
+
+def test_p90_is_never_below_the_median_on_small_groups():
+    from fabricsim.validation.training import CalibrationRow
+
+    rows = [CalibrationRow(f"r{i}", "MFU", 1.0, 1.0 + e / 100, group="g") for i, e in enumerate((10.0, 20.0))]
+    assert median_error(rows) == pytest.approx(15.0) and p90_error(rows) == pytest.approx(19.0)

@@ -39,6 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
@@ -321,9 +323,10 @@ def median_error(rows: list[CalibrationRow]) -> float:
 
 
 def p90_error(rows: list[CalibrationRow]) -> float:
-    """90th-percentile absolute % error over the compared rows (nearest rank below)."""
-    errors = sorted(r.error_pct for r in rows if r.error_pct is not None)
-    return errors[int(0.9 * (len(errors) - 1))] if errors else float("nan")
+    """90th-percentile absolute % error over the compared rows, as the collective and log tables compute it
+    (numpy's linear interpolation; the nearest rank below put a 2-row group's p90 under its median)."""
+    errors = [r.error_pct for r in rows if r.error_pct is not None]
+    return float(np.percentile(errors, 90)) if errors else float("nan")
 
 
 def group_summary(rows: list[CalibrationRow]) -> list[tuple[str, int, float, float]]:
