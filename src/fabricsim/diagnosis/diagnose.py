@@ -24,12 +24,11 @@ from typing import Any
 import numpy as np
 
 from fabricsim.diagnosis import infer, rules
-from fabricsim.diagnosis.facts import Facts, read_facts
+from fabricsim.diagnosis.facts import Facts, log_collective, read_facts
 from fabricsim.diagnosis.rules import NOT_SHOWN, SHOWN, Context, Hypothesis
 from fabricsim.diagnosis.shortfall import Range, SizeCheck, checks, is_above, is_dip, is_short, ranges
 from fabricsim.errors import FabricsimError
 from fabricsim.importers.machine import Machine
-from fabricsim.schedules.layout import COLLECTIVES
 from fabricsim.topology import build
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.validation.logs import ENV, LogCase, make_case, score
@@ -143,16 +142,6 @@ class Diagnosis:
                 f"ranks, {what}; causes: {causes})")
 
 
-def _collective(facts: Facts, given: str | None) -> str:
-    coll = facts.log.collective or given
-    if facts.log.collective and given and given != facts.log.collective:
-        raise FabricsimError(f"the log ran {facts.log.collective} but --collective says {given}: drop --collective")
-    if not coll:
-        raise FabricsimError("the log does not name its collective (no '<name>_perf' or 'Collective test' line): "
-                             f"pass --collective ({', '.join(COLLECTIVES)})")
-    if coll not in COLLECTIVES:
-        raise FabricsimError(f"collective {coll!r} is not one fabricsim predicts ({', '.join(COLLECTIVES)})")
-    return coll
 
 
 def _times(case: LogCase, level: str, variant=None) -> list[float]:
@@ -290,7 +279,7 @@ def diagnose(text: str, source: str, *, cluster: str | Path | ClusterSpec | None
     if ranks is not None and nranks is None:
         nranks = len(ranks)
     facts = read_facts(text, source, env=env, nccl_version=nccl_version, machines=machines, ranks=nranks)
-    coll = _collective(facts, collective)
+    coll = log_collective(facts, collective)
     target = infer.inferred(facts, gpu) if cluster is None else infer.given(cluster, facts)
     if ranks is not None:
         target = replace(target, ranks=tuple(int(r) for r in ranks))

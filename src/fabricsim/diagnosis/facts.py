@@ -15,6 +15,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.importers.machine import Machine
 from fabricsim.importers.nccl_log import InfoLog, scan
 from fabricsim.reports.nccltests_log import ParsedLog, parse_nccl_tests
+from fabricsim.schedules.layout import COLLECTIVES
 
 _INFO_PREFIX = re.compile(r"^\S+:\d+:\d+ \[\d+\] (NCCL INFO .*)$")
 _VERSION = re.compile(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?\s*$")
@@ -125,3 +126,17 @@ def read_facts(text: str, source: str, *, env: Mapping[str, str] | None = None, 
             raise FabricsimError(f"--gpus {ranks}, but the log says {facts.logged_ranks} ranks: drop --gpus")
         facts = replace(facts, ranks_given=ranks)
     return facts
+
+
+def log_collective(facts: Facts, given: str | None) -> str:
+    """The collective a log ran: the one it names, else `given` (--collective); one error when they disagree,
+    neither says, or fabricsim does not predict it."""
+    coll = facts.log.collective or given
+    if facts.log.collective and given and given != facts.log.collective:
+        raise FabricsimError(f"the log ran {facts.log.collective} but --collective says {given}: drop --collective")
+    if not coll:
+        raise FabricsimError("the log does not name its collective (no '<name>_perf' or 'Collective test' line): "
+                             f"pass --collective ({', '.join(COLLECTIVES)})")
+    if coll not in COLLECTIVES:
+        raise FabricsimError(f"collective {coll!r} is not one fabricsim predicts ({', '.join(COLLECTIVES)})")
+    return coll

@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fabricsim.diagnosis import infer
-from fabricsim.diagnosis.facts import read_facts
+from fabricsim.diagnosis.facts import log_collective, read_facts
 from fabricsim.errors import FabricsimError
-from fabricsim.schedules.layout import COLLECTIVES
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.validation.logs import ENV, LogCase, make_case, _version
 
@@ -37,14 +36,7 @@ def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mappi
                              "nccl-tests printed it") from None
     try:
         facts = read_facts(text, path.name, env=env, nccl_version=nccl_version, ranks=gpus)
-        coll = facts.log.collective or collective
-        if facts.log.collective and collective and collective != facts.log.collective:
-            raise FabricsimError(f"the log ran {facts.log.collective} but --collective says {collective}: drop --collective")
-        if not coll:
-            raise FabricsimError("the log does not name its collective (no '<name>_perf' or 'Collective test' line): "
-                                 f"pass --collective ({', '.join(COLLECTIVES)})")
-        if coll not in COLLECTIVES:
-            raise FabricsimError(f"collective {coll!r} is not one fabricsim predicts ({', '.join(COLLECTIVES)})")
+        coll = log_collective(facts, collective)
         target = infer.given(cluster, facts)
         spec = dataclasses.replace(target.spec, calibrated=None)
         known = {k: v for k, v in facts.env.items() if k in ENV}
