@@ -374,10 +374,8 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     if seeds > 1 and cost_model != "fabricsim":
         raise FabricsimError("ecmp_seeds re-routes fabricsim's simulated fabric; NCCL's cost model does not route: "
                              "drop ecmp_seeds or use cost_model='fabricsim'")
-    if seeds > 1 and not ecmp.hashed(c.topology):
-        why = ("the cluster has no scale-out fabric" if not c.topology.features.get("fabric") else
-               "adaptive routing spreads every flow over all paths" if c.topology.features.get("routing") == "adaptive"
-               else "one leaf tier: no equal-cost paths to hash over")
+    why = ecmp.not_hashed(c.topology) if seeds > 1 else ""
+    if why:
         notes.append(f"ecmp_seeds={seeds}: no effect ({why}); timed once")
         seeds = 1
 

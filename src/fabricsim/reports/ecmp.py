@@ -52,9 +52,16 @@ class EcmpSpread:
                 "mean_GBps": round(self.mean / 1e9, 6), "max_GBps": round(self.high / 1e9, 6)}
 
 
-def hashed(topo: Topology) -> bool:
-    """Whether flows are hashed onto one of several paths: a fabric of two or more tiers under 'ecmp' routing."""
-    return int(topo.features.get("fabric_levels", 0) or 0) >= 2 and topo.features.get("routing") == "ecmp"
+def not_hashed(topo: Topology) -> str:
+    """Why no flow is hashed onto one of several paths here ('' when they are: a fabric of two or more tiers under
+    'ecmp' routing), so that seeds change nothing."""
+    if not topo.features.get("fabric"):
+        return "the cluster has no scale-out fabric"
+    if topo.features.get("routing") == "adaptive":
+        return "adaptive routing spreads every flow over all paths"
+    if int(topo.features.get("fabric_levels", 0) or 0) < 2:
+        return "one leaf tier: no equal-cost paths to hash over"
+    return ""
 
 
 def check_seeds(count) -> int:
