@@ -82,13 +82,18 @@ def _check_ports(topo: Topology) -> None:
         )
 
 
+def cut_rank(n_devices: int, link_src: np.ndarray, link_dst: np.ndarray, gpu_device: np.ndarray) -> int:
+    """The first GPU rank that cannot reach GPU rank 0 over the links (given in opposite pairs), or -1."""
+    label = components(n_devices, link_src[0::2], link_dst[0::2])[gpu_device]
+    cut = np.flatnonzero(label != label[0])
+    return int(cut[0]) if cut.size else -1
+
+
 def _check_connected(topo: Topology) -> None:
     if topo.n_gpus < 2:
         return
-    label = components(topo.n_devices, topo.link_src[0::2], topo.link_dst[0::2])[topo.gpu_device]
-    cut = np.flatnonzero(label != label[0])
-    if cut.size:
-        r = int(cut[0])
+    r = cut_rank(topo.n_devices, topo.link_src, topo.link_dst, topo.gpu_device)
+    if r >= 0:
         raise FabricsimError(
             f"GPU rank {r} ({topo.device_name(int(topo.gpu_device[r]))}) cannot reach GPU rank 0: "
             f"the cluster is disconnected; add a scale-out fabric (fabric: infiniband or roce) or fix the links"

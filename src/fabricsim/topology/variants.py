@@ -20,7 +20,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
-from fabricsim.topology.validate import components, validate
+from fabricsim.topology.validate import cut_rank, validate
 
 __all__ = ["link_indices", "with_ecmp_seed", "with_link_capacity", "without_links"]
 
@@ -76,10 +76,8 @@ def without_links(topo: Topology, links) -> Topology:
     keep[gone] = False
     kept = np.flatnonzero(keep)
     src, dst = topo.link_src[kept], topo.link_dst[kept]
-    label = components(topo.n_devices, src[0::2], dst[0::2])[topo.gpu_device]
-    cut = np.flatnonzero(label != label[0])
-    if cut.size:
-        r = int(cut[0])
+    r = cut_rank(topo.n_devices, src, dst, topo.gpu_device)
+    if r >= 0:
         raise FabricsimError(
             f"without {gone.size // 2} link(s) ({topo.link_name(int(gone[0]))}{', ...' if gone.size > 2 else ''}) "
             f"GPU rank {r} ({topo.device_name(int(topo.gpu_device[r]))}) cannot reach GPU rank 0: "
