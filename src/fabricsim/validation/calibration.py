@@ -55,9 +55,9 @@ class Case:
 # PyTorch's per-call host overhead of dist.all_reduce: "some 20-30us" (stas00/ml-engineering
 # network/benchmarks/all_reduce_bench.py docstring, commit 0cc3de50, which since queues calls behind a busy-wait
 # to hide it); the midpoint of that range. The version that measured the calibration's torch.distributed rows
-# (the same file up to commit 15d78dd, results measured 2026-08-04) times each trial as one dist.all_reduce
-# between two CUDA events recorded on a stream left idle by dist.barrier(), so the start event fires before
-# the host has launched the kernel and the overhead falls inside the timed region.
+# (the same file at commit c53741b, which added results/all-reduce-8xH200.md, measured 2026-08-04) times each
+# trial as one dist.all_reduce between two CUDA events recorded on a stream left idle by dist.barrier(), so the
+# start event fires before the host has launched the kernel and the overhead falls inside the timed region.
 TORCH_DIST_CALL_OVERHEAD = 25e-6
 
 
