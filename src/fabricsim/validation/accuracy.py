@@ -66,7 +66,7 @@ def _as_timed(case: Case, time: float, busbw: float) -> tuple[float, float]:
     if case.host_overhead <= 0 or time <= 0:
         return time, busbw
     timed = time + case.host_overhead
-    return timed, busbw * time / timed
+    return timed, busbw * (time / timed)  # a ratio <= 1 first: never above busbw by rounding
 
 
 def predict(case: Case, level: str = "flow", topo: Topology | None = None) -> Prediction:
