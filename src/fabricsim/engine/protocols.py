@@ -41,6 +41,12 @@ PER_STEP_LATENCY = {"Ring": (True, True, True), "Tree": (True, True, True), "NVL
                     "NVLSTree": (False, False, True), "CollNetChain": (True, True, True),
                     "CollNetDirect": (True, True, True)}
 
+# One rank per node: every step of the algorithm crosses the network and its latency is fully exposed
+# ("With ppn=1 latencies are fully exposed, use the Tree network latency": src/graph/tuning.cc v2.23.4-1:235,
+# v2.30.7-1:386): the network hop of every algorithm costs hwLat[NET][Tree] instead of its own row (a transport that
+# documents its own per-step cost, `net_step_latency`, keeps it).
+ONE_RANK_PER_NODE_NET_FAMILY = "Tree"
+
 # Wire efficiency: payload fraction of what crosses the wire.
 # LL: 16-byte line carries 8 B data + 8 B flags (device.h ncclLLFifoLine); Ring x0.5, Tree x1/3.8 (tuning.cc).
 # LL128: 128-byte line carries 120 B data (device.h); tuning.cc uses 0.92 for Ring, 7/9 (1 node) or 120/128 for Tree.
@@ -153,6 +159,8 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
             row = f"[{arch}][0]" if n_nodes == 1 else f"[{int(amd)}][N{(1, 2, 4)[col]}]"
             cap, source = ll_max * GBPS / channels, f"tuning.cc llMaxBws{row} / channels"
     hop = [HW_LATENCY_US[h][family][p] * US for h in HOP_CLASSES]
+    if n_nodes > 1 and nranks == n_nodes:
+        hop[HOP_NET] = HW_LATENCY_US["net"][ONE_RANK_PER_NODE_NET_FAMILY][p] * US
     if net_step is not None:
         hop[HOP_NET] = net_step[p]
     return ProtocolModel(

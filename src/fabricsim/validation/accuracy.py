@@ -60,6 +60,15 @@ def _algos(case: Case, topo, ranks) -> list[str] | None:
     return None
 
 
+def _as_timed(case: Case, time: float, busbw: float) -> tuple[float, float]:
+    """(s, GB/s) of one call as the row's benchmark times it: the call's time plus what its harness adds around
+    every call (`Case.host_overhead`), the bus bandwidth over that longer time."""
+    if case.host_overhead <= 0 or time <= 0:
+        return time, busbw
+    timed = time + case.host_overhead
+    return timed, busbw * (time / timed)  # a ratio <= 1 first: never above busbw by rounding
+
+
 def predict(case: Case, level: str = "flow", topo: Topology | None = None) -> Prediction:
     """fabricsim's prediction (and NCCL's model's) for one case; `topo`: the case's cluster, built (default: built here)."""
     topo = build(case.spec) if topo is None else topo
@@ -69,9 +78,9 @@ def predict(case: Case, level: str = "flow", topo: Topology | None = None) -> Pr
     for size in _sizes(case):
         choice = best(topo, case.collective, int(size), ranks=ranks, algos=algos, level=level,
                       nccl_version=case.nccl_version)
-        bus = choice.result.busbw / GB
+        time, bus = _as_timed(case, choice.result.time, choice.result.busbw / GB)
         if bus > best_bus:
-            best_bus, best_time, pick = bus, choice.result.time, (choice.algorithm, choice.protocol)
+            best_bus, best_time, pick = bus, time, (choice.algorithm, choice.protocol)
     predicted = best_time / US if case.metric == "time" else best_bus
     nccl_pred, nccl_algo = _nccl(case, topo, ranks)
     return Prediction(case, predicted, pick[0], pick[1], nccl_pred, nccl_algo)
@@ -86,9 +95,9 @@ def _nccl(case: Case, topo, ranks) -> tuple[float | None, str | None]:
         best_bus, best_time, algo = -1.0, None, None
         for size in _sizes(case):
             ch = nccl_model.nccl_predict(system, case.collective, int(size), algo=algos)
-            bus = ch.busbw / GB
+            time, bus = _as_timed(case, ch.time_s, ch.busbw / GB)
             if bus > best_bus:
-                best_bus, best_time, algo = bus, ch.time_s, ch.algo
+                best_bus, best_time, algo = bus, time, ch.algo
     except FabricsimError:
         return None, None
     return (best_time / US if case.metric == "time" else best_bus), algo

@@ -49,6 +49,23 @@ class Case:
     measured: float
     trust: str
     nccl_version: tuple[int, ...] | None = None  # (major, minor[, patch]) of the NCCL the row ran, where stated
+    host_overhead: float = 0.0  # s the benchmark's timed region adds to each call around NCCL's kernel (harness_overhead)
+
+
+# PyTorch's per-call host overhead of dist.all_reduce: "some 20-30us" (stas00/ml-engineering
+# network/benchmarks/all_reduce_bench.py docstring, commit 0cc3de50, which since queues calls behind a busy-wait
+# to hide it); the midpoint of that range. The version that measured the calibration's torch.distributed rows
+# (the same file at commit c53741b, which added results/all-reduce-8xH200.md, measured 2026-08-04) times each
+# trial as one dist.all_reduce between two CUDA events recorded on a stream left idle by dist.barrier(), so the
+# start event fires before the host has launched the kernel and the overhead falls inside the timed region.
+TORCH_DIST_CALL_OVERHEAD = 25e-6
+
+
+def harness_overhead(row: dict) -> float:
+    """Seconds a row's benchmark harness adds to every timed call beyond NCCL's own time: PyTorch's per-call host
+    overhead for a torch.distributed benchmark that times one call on an idle device; 0 for nccl-tests, whose
+    timer surrounds back-to-back launches (the host runs ahead of the GPU)."""
+    return TORCH_DIST_CALL_OVERHEAD if "torch.distributed" in field(row, "measurement", "text", "") else 0.0
 
 
 @dataclass(frozen=True)
@@ -274,7 +291,7 @@ def case_for(row: dict) -> Case | Skip:
     ranks = tuple(n * per_node + g for n in range(nodes) for g in range(gpn))
     algos, exclude = _algos(field(row, "algo_env", "text", ""))
     return Case(rid, family, spec, ranks, collective, size, _sweep(row), algos, exclude, metric, float(measured),
-                row.get("trust", "high"), _nccl_version(field(row, "nccl_version", "text", "")))
+                row.get("trust", "high"), _nccl_version(field(row, "nccl_version", "text", "")), harness_overhead(row))
 
 
 def _nccl_version(text: str) -> tuple[int, ...] | None:
