@@ -278,12 +278,12 @@ def tree_heads(topo: Topology, ranks: np.ndarray) -> tuple[int, ...]:
     """The local rank heading each tree channel where GPUs share NICs: the first GPU of each NIC, the NICs in
     turn; () where every GPU has its own NIC or on one node (channel c heads at local rank c, on NIC c).
 
-    NCCL's tree search (NCCL_TOPO_PATTERN_BALANCED_TREE, init.cc:1183) starts channel c at NIC
-    nets[(c + i) % netCount], the NICs in turn, subtracting the channel's bandwidth from it (search.cc:724-751),
-    at the GPU most local to that NIC (net.localGpu, search.cc:781-785), and brings the channel's second GPU back
-    to the same NIC (search.cc:614-617: 'Tree parent on first GPU, tree children on the second GPU', both on one
-    NIC); connect.cc:50-62 puts the node's parent and child connections on those GPUs and duplicates each channel
-    for the two trees (connect.cc:71-74). So tree channels leave each node on every NIC, one NIC a channel, as the
+    NCCL's tree search (NCCL_TOPO_PATTERN_BALANCED_TREE, v2.30.7 init.cc:1183) starts channel c at NIC
+    nets[(c + i) % netCount], the NICs in turn, subtracting the channel's bandwidth from it (search.cc:736-750),
+    at the GPU most local to that NIC (net.localGpu, search.cc:791), and brings the channel's second GPU back to
+    the same NIC (search.cc:614-617: the tree parent on the first GPU, the children on the second, one NIC);
+    connect.cc:50-62 puts the node's parent and child connections on those GPUs and duplicates each channel for
+    the two trees (connect.cc:70-73). So tree channels leave each node on every NIC, one NIC a channel, as the
     ring channels do (`_shared_nic_rings`): heading channel c at local rank c would put two channels on each of
     half the NICs (local ranks 0 and 1 share NIC 0) and leave the others idle."""
     ranks = np.asarray(ranks, dtype=np.int32)
