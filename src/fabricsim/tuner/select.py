@@ -159,7 +159,7 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
     structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
     sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure, nccl_version)
     rings = node_rings(topo, ranks) if algo == "ring" else ()
-    tree_heads_ = tree_heads(topo, ranks) if algo == "tree" else ()
+    tree_heads_ = tree_heads(topo, ranks, structure) if algo == "tree" else ()
     system = _nccl_system(topo, ranks.tobytes(), nccl_version)
     comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
     heads = comm.nvls_heads if algo == "nvls_tree" else 0  # NCCL's NVLS heads (<= 32 per domain)
@@ -274,9 +274,10 @@ def _local_rails(topo: Topology, ranks: np.ndarray, rpn: int, rails: int) -> np.
     return rail * rails // max(int(rail.max()) + 1, 1)
 
 
-def tree_heads(topo: Topology, ranks: np.ndarray) -> tuple[int, ...]:
+def tree_heads(topo: Topology, ranks: np.ndarray, structure: schedules.Structure | None = None) -> tuple[int, ...]:
     """The local rank heading each tree channel where GPUs share NICs: the first GPU of each NIC, the NICs in
     turn; () where every GPU has its own NIC or on one node (channel c heads at local rank c, on NIC c).
+    `structure`: the ranks' own, when the caller has it.
 
     NCCL's tree search (NCCL_TOPO_PATTERN_BALANCED_TREE, v2.30.7 init.cc:1183) starts channel c at NIC
     nets[(c + i) % netCount], the NICs in turn, subtracting the channel's bandwidth from it (search.cc:736-750),
@@ -287,7 +288,7 @@ def tree_heads(topo: Topology, ranks: np.ndarray) -> tuple[int, ...]:
     ring channels do (`_shared_nic_rings`): heading channel c at local rank c would put two channels on each of
     half the NICs (local ranks 0 and 1 share NIC 0) and leave the others idle."""
     ranks = np.asarray(ranks, dtype=np.int32)
-    structure = schedules.structure_from_topology(topo, ranks)
+    structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
     rails = _rails(topo, structure)
     rpn = structure.ranks_per_node
     if rails <= 1 or rails >= rpn:
