@@ -4,6 +4,7 @@ real numbers against the directly computed result, for every reduction."""
 import numpy as np
 import pytest
 
+from fabricsim.errors import FabricsimError
 from fabricsim.schedules import REDUCTIONS, Structure, build_schedule, execute, reference
 from fabricsim.schedules.layout import REDUCING
 
@@ -45,6 +46,20 @@ def test_tree_channels_and_pipeline(channels, pipeline):
         assert sched.channels % 2 == 0
         xs = make_inputs("all_reduce", n, 31, rng)
         assert_same(execute(sched, xs, "max"), reference("all_reduce", xs, "max"))
+
+
+@pytest.mark.parametrize("heads", [(0, 2, 4, 6), (3,), (7, 1)])
+def test_tree_with_given_channel_heads(heads):
+    rng = np.random.default_rng(len(heads))
+    n, rpn = 24, 8
+    sched = build_schedule("all_reduce", "tree", n, structure=Structure(n, rpn), channels=4, pipeline=2,
+                           tree_heads=heads)
+    crossing = [(int(a), int(b)) for st in sched.steps for a, b in zip(st.src, st.dst) if a // rpn != b // rpn]
+    assert {a % rpn for a, _ in crossing} == set(heads)  # every inter-node edge leaves from a channel's head
+    xs = make_inputs("all_reduce", n, 31, rng)
+    assert_same(execute(sched, xs, "sum"), reference("all_reduce", xs, "sum"))
+    with pytest.raises(FabricsimError, match="tree_heads"):
+        build_schedule("all_reduce", "tree", n, structure=Structure(n, rpn), channels=4, tree_heads=(0, rpn))
 
 
 def test_step_counts_follow_the_algorithms():

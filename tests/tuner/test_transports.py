@@ -13,7 +13,7 @@ from fabricsim.routing import route_pairs
 from fabricsim.topology import DeviceKind, build, preset_spec
 from fabricsim.tuner import nccl_model
 from fabricsim.tuner.nccl_system import system_from_topology
-from fabricsim.tuner.select import best, node_rings, p2p_channels_per_net_peer
+from fabricsim.tuner.select import best, node_rings, p2p_channels_per_net_peer, tree_heads
 
 H100 = preset_spec("dgx-h100", nodes=2)
 P5 = replace(H100, name="p5", nics_per_node=32, nic="efa-p5", nic_gbps=100.0, fabric="ethernet", transport="efa",
@@ -41,6 +41,23 @@ def test_gpus_sharing_a_nic_enter_and_leave_a_channel_behind_it():
     assert 90e9 <= c.result.busbw <= 97e9
     loads = _nic_up_bytes(topo, c.result)
     assert loads.min() == pytest.approx(loads.max(), rel=1e-6)  # every NIC carries the same, one channel each way
+
+
+def test_tree_channels_on_shared_nics_leave_on_every_nic():
+    topo = build(replace(A100_4NIC, nodes=2))
+    # NCCL's tree search takes the NICs in turn and heads each channel at the NIC's most local GPU (search.cc)
+    assert tree_heads(topo, np.arange(16)) == (0, 2, 4, 6)
+    assert tree_heads(build(preset_spec("dgx-a100", nodes=2)), np.arange(16)) == ()  # a NIC per GPU: local rank c
+    loads = _nic_up_bytes(topo, best(topo, "all_reduce", 1 << 30, algos="tree", protos="simple").result)
+    assert loads.min() > 0 and loads.min() == pytest.approx(loads.max(), rel=1e-6)  # one channel on each NIC
+    # p4d-like: 4 x 100G EFA, the NICs the limit. Two nodes: a tree sends each byte across the network once each
+    # way, a ring twice, so its nccl-tests busbw is about twice the ring's (heading channels at local ranks 0-3
+    # put them on two NICs and left the tree below the ring)
+    efa = build(replace(A100_4NIC, nodes=2, nic="efa-p4d", nic_gbps=100.0, fabric="ethernet", transport="efa",
+                        leaf_switch="sn5600", spine_switch="sn5600", routing="adaptive"))
+    tree = best(efa, "all_reduce", 1 << 30, algos="tree", protos="simple").result.busbw
+    ring = best(efa, "all_reduce", 1 << 30, algos="ring", protos="simple").result.busbw
+    assert tree > 1.6 * ring
 
 
 def test_several_nics_per_gpu_are_used_together():

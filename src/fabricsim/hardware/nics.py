@@ -67,7 +67,11 @@ def _cloud_nics() -> list[NIC]:
     return [
         NIC("efa-p4d", "eth-100g", 1, "pcie3", _ADAPTER_LATENCY,
             efa.format(gbps=100, count=4, inst="p4d/p4de.24xlarge", pcie="Gen3 x16, as the plugin's p4d-24xl-topo.xml "
-                       "declares") + f"; plugin latency 75 us ({ofi} p4d/p4de)" + _LAT,
+                       "declares") + f"; plugin latency 75 us ({ofi} p4d/p4de)" + _LAT +
+            "; no per-step cost: the plugin's cost model covers P5/P5e and P5en only (src/tuner/nccl_ofi_model.cpp:"
+            "130-133 is_model_supported; the first tuner, commit eacd69c3: 'When extending to P4/other platforms'), and "
+            "p4d/p4de run its SENDRECV protocol (src/platform-aws.cpp:89, 103), not the RDMA write with immediate data "
+            "whose latency that model takes (include/tuner/nccl_ofi_tuner_model.h:8), so NCCL's hwLat[NET] is charged",
             transports=("efa",), plugin_latency=75 * us),
         NIC("efa-p5", "eth-100g", 1, "pcie4", _ADAPTER_LATENCY,
             efa.format(gbps=100, count=32, inst="p5/p5e.48xlarge", pcie="pcie4 taken") +

@@ -94,6 +94,7 @@ def build_schedule(
     pipeline: int = 1,
     rings=(),
     heads: int = 0,
+    tree_heads=(),
 ) -> Schedule:
     """The schedule of `algorithm` for `collective` over `nranks` ranks (cached by arguments).
     `structure` defaults to one rank per node without in-network reduction; `channels` applies
@@ -102,18 +103,24 @@ def build_schedule(
     for ring algorithms (broadcast and reduce included), the order of one node's local ranks in
     each channel's ring (channel c uses rings[c % len(rings)]), e.g. the rings NCCL's search finds
     on a DGX-1 cube-mesh; empty: ascending and descending rings. `heads`: NVLSTree's head GPUs per domain
-    (NCCL's NVLS graph channels; 0: every local rank)."""
+    (NCCL's NVLS graph channels; 0: every local rank). `tree_heads`: for tree, the local rank heading each
+    channel's chains (channel c uses tree_heads[c % len(tree_heads)]; empty: local rank c)."""
     try:
         rings = tuple(tuple(int(r) for r in order) for order in rings)
     except (TypeError, ValueError):
         raise FabricsimError(f"rings={rings!r} must be a sequence of rank orders (sequences of local ranks), "
                              "one per channel") from None
-    return _build(collective, algorithm, nranks, structure, root, channels, pipeline, rings, int(heads))
+    try:
+        tree_heads = tuple(int(h) for h in tree_heads)
+    except (TypeError, ValueError):
+        raise FabricsimError(f"tree_heads={tree_heads!r} must be a sequence of local ranks, one per channel") from None
+    return _build(collective, algorithm, nranks, structure, root, channels, pipeline, rings, int(heads), tree_heads)
 
 
 @lru_cache(maxsize=256)
 def _build(collective: str, algorithm: str, nranks: int, structure: Structure | None, root: int, channels: int,
-           pipeline: int, rings: tuple[tuple[int, ...], ...], heads: int = 0) -> Schedule:
+           pipeline: int, rings: tuple[tuple[int, ...], ...], heads: int = 0,
+           tree_heads: tuple[int, ...] = ()) -> Schedule:
     if nranks < 1:
         raise FabricsimError(f"a collective needs at least one rank, got nranks={nranks}")
     if channels < 1 or pipeline < 1:
@@ -123,6 +130,9 @@ def _build(collective: str, algorithm: str, nranks: int, structure: Structure | 
         raise FabricsimError(f"the structure describes {s.nranks} ranks but nranks={nranks}: build it for {nranks}")
     if rings:
         ring.check_rings(rings, s.ranks_per_node)
+    if any(not 0 <= h < s.ranks_per_node for h in tree_heads):
+        raise FabricsimError(f"tree_heads {list(tree_heads)} must be local ranks 0..{s.ranks_per_node - 1}: "
+                             "give the local rank heading each channel")
     check(collective, algorithm, s)
     if collective in ("broadcast", "reduce"):
         _need(0 <= root < nranks, f"root {root} is outside ranks 0..{nranks - 1}: pick a root among the ranks")
@@ -130,7 +140,7 @@ def _build(collective: str, algorithm: str, nranks: int, structure: Structure | 
     if algorithm == "ring":
         return ring.ring(collective, nranks, channels, pipeline, s.ranks_per_node, rings)
     if algorithm == "tree":
-        return trees.tree(s, channels, pipeline)
+        return trees.tree(s, channels, pipeline, tree_heads)
     if algorithm == "rabenseifner":
         return logstep.rabenseifner(nranks)
     if algorithm == "recursive_doubling":

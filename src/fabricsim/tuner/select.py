@@ -159,11 +159,12 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
     structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
     sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure, nccl_version)
     rings = node_rings(topo, ranks) if algo == "ring" else ()
+    tree_heads_ = tree_heads(topo, ranks, structure) if algo == "tree" else ()
     system = _nccl_system(topo, ranks.tobytes(), nccl_version)
     comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
     heads = comm.nvls_heads if algo == "nvls_tree" else 0  # NCCL's NVLS heads (<= 32 per domain)
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
-                                        channels=sched_channels, rings=rings, heads=heads)
+                                        channels=sched_channels, rings=rings, heads=heads, tree_heads=tree_heads_)
     channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
     net_peer_bw = None
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
@@ -250,8 +251,7 @@ def node_rings(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ...]
     if rails <= 1:
         return rings
     rpn = structure.ranks_per_node
-    rail = topo.dev_local[topo.gpu_nic[ranks[:rpn]]]  # each local rank's NIC rail
-    rail = rail * rails // max(int(rail.max()) + 1, 1)
+    rail = _local_rails(topo, ranks, rpn, rails)
     if not rings:
         return _shared_nic_rings(rail, rails) if rails < rpn else ()
     n = math.lcm(len(rings), rails)
@@ -266,6 +266,35 @@ def node_rings(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ...]
     pick = ([opts[0][0] for opts in same] if all(same) else
             _balanced(options, rails, -(-n // rails)) or [opts[0][0] for opts in options])
     return tuple(ring[pos + 1:] + ring[:pos + 1] for ring, pos in zip(chans, pick))  # the exit GPU last
+
+
+def _local_rails(topo: Topology, ranks: np.ndarray, rpn: int, rails: int) -> np.ndarray:
+    """Each local rank's NIC rail (0..rails-1) on the first node of `ranks`."""
+    rail = topo.dev_local[topo.gpu_nic[ranks[:rpn]]]
+    return rail * rails // max(int(rail.max()) + 1, 1)
+
+
+def tree_heads(topo: Topology, ranks: np.ndarray, structure: schedules.Structure | None = None) -> tuple[int, ...]:
+    """The local rank heading each tree channel where GPUs share NICs: the first GPU of each NIC, the NICs in
+    turn; () where every GPU has its own NIC or on one node (channel c heads at local rank c, on NIC c).
+    `structure`: the ranks' own, when the caller has it.
+
+    NCCL's tree search (NCCL_TOPO_PATTERN_BALANCED_TREE, v2.30.7 init.cc:1183) starts channel c at NIC
+    nets[(c + i) % netCount], the NICs in turn, subtracting the channel's bandwidth from it (search.cc:736-750),
+    at the GPU most local to that NIC (net.localGpu, search.cc:791), and brings the channel's second GPU back to
+    the same NIC (search.cc:614-617: the tree parent on the first GPU, the children on the second, one NIC);
+    connect.cc:50-62 puts the node's parent and child connections on those GPUs and duplicates each channel for
+    the two trees (connect.cc:70-73). So tree channels leave each node on every NIC, one NIC a channel, as the
+    ring channels do (`_shared_nic_rings`): heading channel c at local rank c would put two channels on each of
+    half the NICs (local ranks 0 and 1 share NIC 0) and leave the others idle."""
+    ranks = np.asarray(ranks, dtype=np.int32)
+    structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
+    rails = _rails(topo, structure)
+    rpn = structure.ranks_per_node
+    if rails <= 1 or rails >= rpn:
+        return ()
+    rail = _local_rails(topo, ranks, rpn, rails)
+    return tuple(int(np.flatnonzero(rail == r)[0]) for r in range(rails) if np.any(rail == r))
 
 
 def _shared_nic_rings(rail: np.ndarray, rails: int) -> tuple[tuple[int, ...], ...]:
