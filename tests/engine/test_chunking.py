@@ -96,3 +96,54 @@ def test_a_gpus_proxy_thread_posts_its_network_messages_one_after_another():
     fast, slow = run(job.comm), run(replace(job.comm, net_overhead=10e-6))
     assert fast.limiter.kind != "proxy"
     assert slow.limiter.kind == "proxy" and slow.bandwidth_time == pytest.approx((1 << 30) / (128 * 1024 / 10e-6))
+
+
+def test_nccl_buffsize_and_nvls_chunk_sizes_from_the_environment_resize_the_chunks():
+    # NCCL_BUFFSIZE=8 MiB: a Simple ring chunk is 4 steps of 1 MiB; the p2p network chunk stays within a step
+    env = chunking.ChunkEnv(buffsize=8 * MIB, p2p_net_chunk=2 * MIB)
+    comm = env.apply(H100_NODE)
+    assert chunk_bytes(comm, "Ring", "simple", "all_reduce", 1 << 30, 8, 1) == 4 * MIB
+    assert comm.p2p_net_chunk == MIB  # min(2 MiB, 8 MiB / NCCL_STEPS) (init.cc:839-840)
+    # NCCL_NVLS_CHUNKSIZE alone: NVLSTree's maximum follows it where the rule's fallback was the NVLS chunk itself
+    # (fewer than 4 nodes); NCCL_NVLSTREE_MAX_CHUNKSIZE wins over the rule
+    two_nodes = CommPlan(channels=32, nvls_channels=16, nvls_heads=8, nvls_tree_max_chunk=128 << 10)
+    bigger = chunking.ChunkEnv(nvls_chunk=512 << 10).apply(two_nodes)
+    assert (bigger.nvls_chunk, bigger.nvls_tree_max_chunk) == (512 << 10, 512 << 10)
+    assert chunk_bytes(bigger, "NVLSTree", "simple", "all_reduce", 1 << 30, 16, 2) == 512 << 10
+    four_nodes = CommPlan(channels=32, nvls_channels=16, nvls_heads=8, nvls_tree_max_chunk=64 << 10)
+    assert chunking.ChunkEnv(nvls_chunk=512 << 10).apply(four_nodes).nvls_tree_max_chunk == 64 << 10
+    capped = chunking.ChunkEnv(nvls_chunk=512 << 10, nvls_tree_max_chunk=256 << 10).apply(four_nodes)
+    assert chunk_bytes(capped, "NVLSTree", "simple", "all_reduce", 1 << 30, 32, 4) == 256 << 10
+    assert chunking.ChunkEnv().apply(H100_NODE) == H100_NODE
+
+
+def test_nvls_tree_chunks_start_from_the_simple_step_before_nccl_2_21():
+    # NCCL 2.18-2.20: chunkSize = buffSizes[Simple] / NCCL_STEPS, capped only by NCCL_NVLSTREE_MAX_CHUNKSIZE or, from
+    # 4 nodes, 64 KiB (v2.20.3 enqueue.cc:1684-1716); 2.21.5 on: comm->nvlsChunkSize
+    old = CommPlan(channels=32, nvls_channels=16, nvls_heads=8, nvls_tree_max_chunk=0, nvls_tree_from_step=True)
+    assert chunk_bytes(old, "NVLSTree", "simple", "all_reduce", 1 << 30, 16, 2) == 512 << 10
+    assert chunk_bytes(chunking.ChunkEnv(buffsize=8 * MIB).apply(old), "NVLSTree", "simple", "all_reduce",
+                       1 << 30, 16, 2) == MIB
+    env = chunking.ChunkEnv(buffsize=8 * MIB, nvls_tree_max_chunk=512 << 10)
+    assert chunk_bytes(env.apply(old), "NVLSTree", "simple", "all_reduce", 1 << 30, 16, 2) == 512 << 10
+    from fabricsim.tuner.select import plan_call
+    topo = load_cluster("dgx-h100", nodes=2)
+    ranks = np.arange(16, dtype=np.int32)
+    comms = {v: plan_call(topo, "all_reduce", "nvls_tree", "simple", 1 << 30, ranks, nccl_version=v).comm
+             for v in ("2.20.3", "2.22.3")}
+    assert comms["2.20.3"].nvls_tree_from_step and comms["2.20.3"].nvls_tree_max_chunk == 0
+    assert not comms["2.22.3"].nvls_tree_from_step and comms["2.22.3"].nvls_tree_max_chunk == 128 << 10
+
+
+def test_the_tuner_runs_every_candidate_on_the_environments_buffers():
+    from fabricsim.tuner.select import plan_call
+    topo = load_cluster("dgx-h100", nodes=2)
+    ranks = np.arange(16, dtype=np.int32)
+    env = chunking.ChunkEnv(buffsize=8 * MIB)
+    job = plan_call(topo, "all_reduce", "ring", "simple", 64 * MIB, ranks, chunk_env=env)
+    assert job.comm.simple_buffsize == 8 * MIB
+    default = best(topo, "all_reduce", 1 << 30, ranks=ranks, algos=["ring"], protos=["simple"])
+    bigger = best(topo, "all_reduce", 1 << 30, ranks=ranks, algos=["ring"], protos=["simple"], chunk_env=env)
+    assert bigger.job.comm.simple_buffsize == 8 * MIB and default.job.comm.simple_buffsize == 4 * MIB
+    # twice the chunk: a loop of 16 ranks' chunks is twice as long, so each channel pipelines half as many
+    assert bigger.result.slices * 2 == default.result.slices

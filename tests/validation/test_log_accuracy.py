@@ -69,7 +69,8 @@ def test_cluster_files_load_build_and_say_what_they_cannot():
         text = path.read_text()
         assert text.startswith(f"# Calibration log {path.stem}:"), path.name
     gaps = spec_gaps(cluster_file("aws-p5-16gpu-ar-a").read_text())
-    assert gaps[0].startswith("NCCL_TUNER_PLUGIN=libnccl-ofi-tuner.so is loaded") and any("NCCL_BUFFSIZE" in g for g in gaps)
+    assert gaps[0].startswith("NCCL_TUNER_PLUGIN=libnccl-ofi-tuner.so is loaded")
+    assert not any("NCCL_BUFFSIZE" in g for g in gaps)  # applied from the environment (engine.chunking.ChunkEnv)
     assert not any("EFA" in g for g in gaps)  # EFA and its 4 devices per GPU are cluster fields (transport, nics)
     assert all("\n" not in g and " # " not in g and not g.startswith("#") for g in gaps)
 
@@ -115,12 +116,34 @@ def test_algo_and_proto_restrict_the_tuner():
 
 
 @pytest.mark.parametrize("env, status", [
-    ({"NCCL_BUFFSIZE": "4194304"}, "no effect"), ({"NCCL_BUFFSIZE": "8388608"}, "not modelled"),
+    ({"NCCL_BUFFSIZE": "8388608"}, "applied"), ({"NCCL_NVLS_CHUNKSIZE": "524288"}, "applied"),
+    ({"NCCL_NVLSTREE_MAX_CHUNKSIZE": "524288"}, "applied"), ({"NCCL_P2P_NET_CHUNKSIZE": "524288"}, "no effect"),
+    ({"NCCL_NET_FORCE_FLUSH": "0"}, "no effect"), ({"NCCL_NET_FORCE_FLUSH": "1"}, "not modelled"),
+    ({"NCCL_TOPO_FILE": "/opt/x.xml"}, "cluster file"),
     ({"NCCL_IB_QPS_PER_CONNECTION": "4"}, "not modelled"), ({"NCCL_TUNER_PLUGIN": "libx.so"}, "not modelled"),
     ({"NCCL_MNNVL_ENABLE": "1"}, "cluster file"), ({"NCCL_DEBUG": "INFO"}, "no effect"),
 ])
 def test_every_environment_variable_says_how_it_is_honoured(env, status):
     assert case_for(entry(env=env), FIX).env[0].status == status
+
+
+def test_the_logs_own_environment_lines_size_ncclbuffers_and_chunks(tmp_path):
+    # NCCL prints what it read ('NCCL_X set by environment to V.', src/misc/param.cc), including what a network
+    # plugin set before it read them (aws-ofi-nccl's NVLS chunks on p5, src/platform-aws.c): they join the index's env
+    (tmp_path / "x.log").write_text(
+        "host:1:1 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 8388608.\n"
+        "host:1:1 [0] NCCL INFO NCCL_NVLSTREE_MAX_CHUNKSIZE set by environment to 524288.\n"
+        + (FIX / "oke_gb200_headerless.log").read_text())
+    case = case_for(entry(log="x.log", env={"NCCL_NVLS_CHUNKSIZE": "262144"}), tmp_path)
+    assert (case.chunk_env.buffsize, case.chunk_env.nvls_chunk, case.chunk_env.nvls_tree_max_chunk) == (
+        8 << 20, 256 << 10, 512 << 10)
+    assert {e.var: e.status for e in case.env} == {"NCCL_BUFFSIZE": "applied", "NCCL_NVLS_CHUNKSIZE": "applied",
+                                                   "NCCL_NVLSTREE_MAX_CHUNKSIZE": "applied"}
+    s = score(dataclasses.replace(case, rows=case.rows[-1:]), "analytical")
+    plain = score(dataclasses.replace(case_for(entry(), FIX), rows=case.rows[-1:]), "analytical")
+    assert s.rows[0].predicted_time_s != plain.rows[0].predicted_time_s
+    with pytest.raises(FabricsimError, match="NCCL_BUFFSIZE='8M' is not a whole number of bytes"):
+        case_for(entry(env={"NCCL_BUFFSIZE": "8M"}), FIX)
 
 
 def test_a_tuner_plugin_the_log_says_did_not_load_changes_nothing(tmp_path):

@@ -28,7 +28,7 @@ operations move NCCL_P2P_NET_CHUNKSIZE per message (128 KiB, twice that on multi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fabricsim.engine import nccl_constants as K
 
@@ -70,6 +70,36 @@ class CommPlan:
     simple_buffsize: int = SIMPLE_BUFFSIZE  # NCCL_BUFFSIZE
     net_overhead: float = NET_OVERHEAD  # s per network post (getNetOverhead: the host CPU's vendor)
     p2p_net_chunk: int = P2P_NET_CHUNK  # bytes per point-to-point network message (comm->p2pChunkSize)
+    # NVLSTree's chunk starts from the Simple buffer step (buffSizes[Simple] / NCCL_STEPS) instead of the NVLS chunk:
+    # NCCL 2.18-2.20 (v2.20.3-1 src/enqueue.cc:1684-1687, 1713-1716; comm->nvlsChunkSize from v2.21.5-1 enqueue.cc:1754)
+    nvls_tree_from_step: bool = False
+
+
+@dataclass(frozen=True)
+class ChunkEnv:
+    """The NCCL environment variables that resize a communicator's buffers and chunks (None: NCCL's value), as NCCL
+    reads them at init (NVIDIA/nccl v2.30.7-1): NCCL_BUFFSIZE -> comm->buffSizes[Simple] (src/init.cc:814, 822-827;
+    a parameter in every modelled release, e.g. v2.20.3-1 src/init.cc:544); NCCL_NVLS_CHUNKSIZE -> comm->nvlsChunkSize,
+    over Blackwell's multi-node tuning (src/transport/nvls.cc:160, 206-224; a parameter by v2.21.5-1 nvls.cc:233);
+    NCCL_NVLSTREE_MAX_CHUNKSIZE -> comm->nvlsTreeMaxChunkSize, over the node-count rule and the tuning
+    (nvls.cc:161, 227-231; since v2.20.3-1 enqueue.cc:1681); NCCL_P2P_NET_CHUNKSIZE -> comm->p2pChunkSize across
+    nodes, doubled on multi-node Grace-Blackwell, at most the Simple buffer / NCCL_STEPS (src/init.cc:818, 829-840)."""
+
+    buffsize: int | None = None
+    nvls_chunk: int | None = None
+    nvls_tree_max_chunk: int | None = None
+    p2p_net_chunk: int | None = None
+
+    def apply(self, comm: CommPlan) -> CommPlan:
+        """`comm` with the sizes this environment sets."""
+        buff = self.buffsize or comm.simple_buffsize
+        nvls = self.nvls_chunk or comm.nvls_chunk
+        ratio = max(comm.p2p_net_chunk // P2P_NET_CHUNK, 1)  # 2 on multi-node Grace-Blackwell (init.cc:832)
+        p2p = min(ratio * self.p2p_net_chunk if self.p2p_net_chunk else comm.p2p_net_chunk, buff // NCCL_STEPS)
+        tree_max = self.nvls_tree_max_chunk or comm.nvls_tree_max_chunk
+        if self.nvls_tree_max_chunk is None and comm.nvls_tree_max_chunk == comm.nvls_chunk:
+            tree_max = nvls  # the rule's fallback is the NVLS chunk itself (nvls.cc:228-229)
+        return replace(comm, simple_buffsize=buff, nvls_chunk=nvls, p2p_net_chunk=p2p, nvls_tree_max_chunk=tree_max)
 
 
 def default_comm(channels: int, nranks: int, nnodes: int) -> CommPlan:
@@ -206,7 +236,8 @@ def chunk_bytes(comm: CommPlan, family: str, protocol: str, collective: str, cha
                 chunk = size
     elif family == "NVLSTree":
         ops = comm.nvls_heads
-        chunk = min(comm.nvls_chunk, comm.nvls_tree_max_chunk)
+        start = comm.simple_buffsize // NCCL_STEPS if comm.nvls_tree_from_step else comm.nvls_chunk
+        chunk = min(start, comm.nvls_tree_max_chunk or start)  # 0: no cap but the start (the rule's fallback)
         for limit, size in ((32, 262144), (16, 131072), (4, 65536), (1, 32768)):
             if b < limit * ops * chunk and chunk > size:
                 chunk = size

@@ -331,11 +331,13 @@ def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.Comm
         if tuned is not None:
             nvls, chunk, tree_max = tuned
     ring = graphs["Ring"]
+    from_step = bool(rel.get("nvls_tree chunk from the simple step"))
+    if not tree_max:
+        tree_max = (chunking.nvls_tree_max_chunk(0 if from_step else chunk, system.n_nodes)
+                    if rel.get("nvls_tree 64 KiB chunk from 4 nodes") else (0 if from_step else chunk))
     return chunking.CommPlan(
         channels=comm_channels(system, graphs), nvls_channels=nvls,
-        nvls_heads=max(graphs["NVLS"].n_channels, 1),
-        nvls_tree_max_chunk=tree_max or (chunking.nvls_tree_max_chunk(chunk, system.n_nodes)
-                                         if rel.get("nvls_tree 64 KiB chunk from 4 nodes") else chunk),
+        nvls_heads=max(graphs["NVLS"].n_channels, 1), nvls_tree_max_chunk=tree_max, nvls_tree_from_step=from_step,
         nvls_chunk=chunk, collnet_heads=max(graphs["CollNetDirect"].n_channels, 1),
         ring_simple_threads=256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS,
         net_overhead=K.NET_OVERHEAD_US[system.cpu_vendor] * 1e-6,

@@ -84,6 +84,8 @@ RULES: tuple[Rule, ...] = (
          _SRC + "v2.27.3-1 src/transport/nvls.cc:149,193 NVLS_NCHANNELS_SM100_NVL 24 on one domain"),
     Rule("nvls sm100 multi-node tuning", (2, 30, 3), None, True,
          _SRC + "v2.30.3-1 src/transport/nvls.cc:158-211 ncclNvlsTreeSm100Tuning (channels and chunks by NIC speed)"),
+    Rule("nvls_tree chunk from the simple step", (2, 18, 1), (2, 20, 5), True,
+         _SRC + "v2.20.3-1 src/enqueue.cc:1684-1687, 1713-1716 (stepSize; comm->nvlsChunkSize from v2.21.5-1 :1754)"),
     Rule("nvls_tree 64 KiB chunk from 4 nodes", (2, 19, 3), None, True,
          _SRC + "v2.19.3-1 src/enqueue.cc:1372; v2.20.3-1 src/enqueue.cc:1716 (NCCL_NVLSTREE_MAX_CHUNKSIZE)"),
     Rule("p2p channels per net peer", (2, 4, 2), (2, 19, 4), "2", _SRC + "v2.19.4-1 src/graph/paths.cc:669 NCCL_NCHANNELS_PER_NET_PEER 2"),

@@ -17,6 +17,7 @@ import numpy as np
 
 from fabricsim import schedules
 from fabricsim.engine import Job, simulate
+from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
@@ -107,13 +108,14 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
          algos: str | list[str] | Selection | None = None, protos: str | list[str] | Selection | None = None,
          level: str = "flow",
          library: str = "nccl", root: int = 0, nccl_version=None,
-         redop: str = "sum", dtype: str = "float") -> Choice:
+         redop: str = "sum", dtype: str = "float", chunk_env: ChunkEnv | None = None) -> Choice:
     """Time every candidate with the engine and return the fastest (ties: candidate order).
 
     `nccl_version` ('2.18.5', (2, 18), ...: tuner.nccl_versions.parse_version) selects the NCCL release whose
     rules apply (its algorithms, LL128 rule, channel counts, chunk sizes, point-to-point channels per network
     peer); None: the newest release modelled (nccl_versions.NEWEST). `redop` / `dtype` (nccl-tests names) rule
-    out NVLS where the NVSwitch cannot reduce them (nccl_model.nvls_reduces)."""
+    out NVLS where the NVSwitch cannot reduce them (nccl_model.nvls_reduces). `chunk_env`: the NCCL_BUFFSIZE /
+    NCCL_NVLS_CHUNKSIZE / NCCL_NVLSTREE_MAX_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE the run set (None: NCCL's sizes)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
     algos, protos = parse_algorithms(algos, collective), parse_protocols(protos, collective)
     structure = schedules.structure_from_topology(topo, ranks)
@@ -140,7 +142,7 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     for algo, proto in pairs:
         if algo not in jobs:
             jobs[algo] = plan_call(topo, collective, algo, proto, nbytes, ranks, elem_size=elem_size, root=root,
-                                   nccl_version=nccl_version, structure=structure)
+                                   nccl_version=nccl_version, structure=structure, chunk_env=chunk_env)
         job = replace(jobs[algo], protocol=proto)
         res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=job.ranks,
                        channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
@@ -152,9 +154,9 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
 
 def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, *,
               elem_size: int = 4, root: int = 0, nccl_version=None,
-              structure: schedules.Structure | None = None) -> Job:
+              structure: schedules.Structure | None = None, chunk_env: ChunkEnv | None = None) -> Job:
     """The engine job for one call: the schedule, NCCL's channels for it and the network p2p cap (`structure`:
-    the ranks' own, when the caller has it)."""
+    the ranks' own, when the caller has it; `chunk_env`: the buffer and chunk sizes the run's environment set)."""
     ranks = np.asarray(ranks, dtype=np.int32)
     structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
     sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure, nccl_version)
@@ -162,6 +164,8 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
     tree_heads_ = tree_heads(topo, ranks, structure) if algo == "tree" else ()
     system = _nccl_system(topo, ranks.tobytes(), nccl_version)
     comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
+    if chunk_env is not None:
+        comm = chunk_env.apply(comm)
     heads = comm.nvls_heads if algo == "nvls_tree" else 0  # NCCL's NVLS heads (<= 32 per domain)
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
                                         channels=sched_channels, rings=rings, heads=heads, tree_heads=tree_heads_)

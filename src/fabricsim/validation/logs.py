@@ -22,8 +22,9 @@ import numpy as np
 
 from fabricsim import hardware
 from fabricsim.calibration_data import default_path
-from fabricsim.engine.chunking import SIMPLE_BUFFSIZE
+from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.errors import FabricsimError
+from fabricsim.importers.nccl_log import scan
 from fabricsim.reports.compare import CompareRow, comparable, compare_rows
 from fabricsim.reports.nccltests_log import ParsedLog, ParsedRow, parse_nccl_tests
 from fabricsim.reports.nccltests_table import DTYPE_SIZES, PerfRow
@@ -75,6 +76,7 @@ class LogCase:
     gaps: tuple[str, ...]  # what the cluster file says it cannot describe ('# gap:' comments)
     rows: tuple[ParsedRow, ...]  # rows with an out-of-place measurement
     skipped: tuple[tuple[int, str], ...]  # (size, reason) of the rows left out
+    chunk_env: ChunkEnv = ChunkEnv()  # the buffer and chunk sizes the environment set (NCCL_BUFFSIZE, ...)
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class _Setup:
     log_text: str
     algos: tuple[str, ...] | None = None
     protos: tuple[str, ...] | None = None
+    chunk_env: ChunkEnv = ChunkEnv()
 
 
 def _p2p_disable(run: _Setup, var: str, value: str) -> EnvEffect:
@@ -158,9 +161,31 @@ def _fixed(status: str, why: str) -> Callable[[_Setup, str, str], EnvEffect]:
     return lambda run, var, value: EnvEffect(var, value, status, why)
 
 
+def _size(var: str, value: str) -> int:
+    """A byte count NCCL reads as an integer parameter (src/misc/param.cc: strtoll, base auto)."""
+    try:
+        n = int(value.strip(), 0)
+    except ValueError:
+        raise FabricsimError(f"{var}={value!r} is not a whole number of bytes: give it as the run set it") from None
+    if n <= 0:
+        raise FabricsimError(f"{var}={value} must be a positive number of bytes")
+    return n
+
+
+def _chunk_size(field_name: str, what: str) -> Callable[[_Setup, str, str], EnvEffect]:
+    """A variable that resizes the communicator's buffers or chunks (engine.chunking.ChunkEnv's `field_name`)."""
+
+    def effect(run: _Setup, var: str, value: str) -> EnvEffect:
+        size = _size(var, value)
+        run.chunk_env = dataclasses.replace(run.chunk_env, **{field_name: size})
+        return EnvEffect(var, value, "applied", f"{what} {size} B (engine.chunking.ChunkEnv)")
+
+    return effect
+
+
 def _p2p_chunksize(run: _Setup, var: str, value: str) -> EnvEffect:
     if run.collective in ("sendrecv", "alltoall"):
-        return EnvEffect(var, value, "not modelled", "the network p2p chunk size is not modelled")
+        return _chunk_size("p2p_net_chunk", "point-to-point network messages of")(run, var, value)
     return EnvEffect(var, value, "no effect", f"it sizes send/recv chunks; {run.collective} is a collective")
 
 
@@ -173,13 +198,20 @@ def _tuner_plugin(run: _Setup, var: str, value: str) -> EnvEffect:
 
 # NCCL environment variables the calibration logs set -> how a prediction honours them. Defaults are NCCL's
 # (NCCL user guide, "Environment Variables", docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html;
-# NCCL_BUFFSIZE: DEFAULT_BUFFSIZE in src/include/device.h; NCCL_NET_GDR_C2C: src/graph/paths.cc).
+# buffer and chunk sizes: engine.chunking.ChunkEnv; NCCL_NET_GDR_C2C: src/graph/paths.cc). A log's own
+# 'NCCL_X set by environment to V' lines (src/misc/param.cc) join the index's env: what NCCL says it read, which
+# includes what a network plugin set before NCCL read it (aws-ofi-nccl's NVLS chunk sizes, src/platform-aws.c).
 ENV: dict[str, Callable[[_Setup, str, str], EnvEffect]] = {
     "NCCL_P2P_DISABLE": _p2p_disable,
     "NCCL_ALGO": _algo,
     "NCCL_PROTO": _proto,
-    "NCCL_BUFFSIZE": _default_is(str(SIMPLE_BUFFSIZE), f"the engine's Simple buffer is NCCL's default {SIMPLE_BUFFSIZE} B "
-                                                       "(engine.chunking.SIMPLE_BUFFSIZE)"),
+    "NCCL_BUFFSIZE": _chunk_size("buffsize", "Simple buffer of"),
+    "NCCL_NVLS_CHUNKSIZE": _chunk_size("nvls_chunk", "NVLS chunks of"),
+    "NCCL_NVLSTREE_MAX_CHUNKSIZE": _chunk_size("nvls_tree_max_chunk", "NVLSTree chunks of at most"),
+    # 0: no flush (a read of the received data from the GPU) after GPUDirect RDMA receives; the engine charges none
+    # (src/transport/net.cc recvProxyProgress; aws-ofi-nccl sets it on Hopper, src/platform-aws.c)
+    "NCCL_NET_FORCE_FLUSH": _default_is("0", "a GPUDirect RDMA flush after every network receive is not modelled"),
+    "NCCL_TOPO_FILE": _fixed("cluster file", "the topology NCCL was given is the cluster file's (the XML is not read)"),
     "NCCL_P2P_NET_CHUNKSIZE": _p2p_chunksize,
     "NCCL_TUNER_PLUGIN": _tuner_plugin,
     "NCCL_DEBUG": _fixed("no effect", "logging only"),
@@ -274,7 +306,8 @@ def case_for(entry: dict, logs_dir: Path) -> LogCase:
     for what, count in (("the log", log.nranks), ("field 'hardware.total_gpus'", entry["hardware"].get("total_gpus"))):
         if count is not None and count != len(ranks):
             raise FabricsimError(f"{what} says {count} ranks but nodes x gpus_per_node is {len(ranks)}: fix the index")
-    return make_case(log_id, log, spec, ranks, collective, field(entry, "env", "object", {}),
+    env = {**field(entry, "env", "object", {}), **scan(text).env}  # the log's own lines say what NCCL read
+    return make_case(log_id, log, spec, ranks, collective, env,
                      _version(log.nccl_version) or _version(entry.get("nccl_version")), text=text,
                      family=field(entry, "family", "text"), trust=field(entry, "trust", "text", "high"),
                      gaps=spec_gaps(path.read_text()))
@@ -289,7 +322,7 @@ def make_case(log_id: str, log: ParsedLog, spec: ClusterSpec, ranks: tuple[int, 
     applied = _environment(run, env)
     kept, skipped = comparable(log.rows, PLACEMENT)
     return LogCase(log_id, family, collective, trust, run.spec, ranks, nccl_version, run.algos, run.protos, applied,
-                   gaps, tuple(kept), tuple(skipped))
+                   gaps, tuple(kept), tuple(skipped), run.chunk_env)
 
 
 def _predict(case: LogCase, topo: Topology, row: ParsedRow, level: str) -> PerfRow:
@@ -301,7 +334,7 @@ def _predict(case: LogCase, topo: Topology, row: ParsedRow, level: str) -> PerfR
     choice = best(topo, case.collective, row.size_bytes, ranks=np.asarray(case.ranks, dtype=np.int32),
                   elem_size=DTYPE_SIZES[row.dtype], algos=list(case.algos) if case.algos else None,
                   protos=list(case.protos) if case.protos else None, level=level, root=root,
-                  nccl_version=case.nccl_version, redop=redop, dtype=row.dtype)
+                  nccl_version=case.nccl_version, redop=redop, dtype=row.dtype, chunk_env=case.chunk_env)
     res = choice.result
     return PerfRow(row.size_bytes, row.count, row.dtype, row.redop or "none", row.root if row.root is not None else -1,
                    res.time, res.algbw, res.busbw, choice.algorithm, choice.protocol, choice.channels, res.level)
