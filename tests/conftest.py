@@ -1,5 +1,5 @@
 """Shared pytest setup: the accuracy tables the validation tests compute go to a file, named in one line at
-the end of the run (`-v` prints them too); `.ci/run` prints the file after the tests. Under pytest-xdist (`-n auto`)
+the end of the run (`-v` prints them too); `.ci/run` prints the file after the tests. Under pytest-xdist (`-n 2`)
 each worker sends the tables its tests made to the controller, which writes them in collection order: the same
 file as a run in one process."""
 
@@ -24,6 +24,12 @@ def pytest_configure(config):
     from fabricsim.engine import invariants
 
     invariants.ON = os.environ["FABRICSIM_CHECK_INVARIANTS"] not in ("", "0")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files marked `costly` (a module fixture that takes seconds) run first, in their order: xdist hands out whole
+    files (--dist loadfile), and a worker given one of them last would finish alone while the other waits."""
+    items.sort(key=lambda item: item.get_closest_marker("costly") is None)  # stable: the rest keep their order
 
 
 def pytest_collection_finish(session):
