@@ -1,7 +1,7 @@
 """Shared pytest setup: the accuracy tables the validation tests compute go to a file, named in one line at
 the end of the run (`-v` prints them too); `.ci/run` prints the file after the tests. Under pytest-xdist (`-n 2`)
-each worker sends the tables its tests made to the controller, which writes them in collection order: the same
-file as a run in one process."""
+each worker sends the tables its tests made to the controller, which writes them in the order the tests were found:
+the same file as a run in one process."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ os.environ.setdefault("FABRICSIM_CHECK_INVARIANTS", "1")
 
 REPORTS: list[str] = []  # tests append their tables here
 REPORT_FILE = Path("build") / "test-reports" / "accuracy.txt"  # under pytest's rootdir (build/ is ignored by git)
-_ORDER: dict[str, int] = {}  # test id -> its place in the collection (every xdist worker collects the same list)
+_ORDER: dict[str, int] = {}  # test id -> its place in the collection as found (every xdist worker finds the same)
 _TABLES: list[tuple[int, int, str]] = []  # (place of the test that made it, its place among that test's, table)
 
 
@@ -29,11 +29,8 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """Files marked `costly` (a module fixture that takes seconds) run first, in their order: xdist hands out whole
     files (--dist loadfile), and a worker given one of them last would finish alone while the other waits."""
+    _ORDER.update((item.nodeid, i) for i, item in enumerate(items))  # before: the tables keep the files' order
     items.sort(key=lambda item: item.get_closest_marker("costly") is None)  # stable: the rest keep their order
-
-
-def pytest_collection_finish(session):
-    _ORDER.update((item.nodeid, i) for i, item in enumerate(session.items))
 
 
 @pytest.hookimpl(hookwrapper=True)
