@@ -15,6 +15,8 @@ import pytest
 
 from fabricsim import __version__
 
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
+
 
 def console_script() -> str:
     """The installed `fabricsim` script beside this interpreter (a venv's bin, or the scripts directory)."""

@@ -13,6 +13,8 @@ from fabricsim.validation.calibration import LogEntry, load_rows
 from fabricsim.validation.logs import cluster_file, default_index
 from tests.conftest import REPORTS
 
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
+
 needs_data = pytest.mark.skipif(not default_index().is_file(), reason=f"calibration logs not found at {default_index()}")
 
 

@@ -13,6 +13,8 @@ from fabricsim.errors import FabricsimError
 from fabricsim.schedules import alltoall, build_schedule, structure_from_topology
 from fabricsim.topology import build, load_cluster, load_spec
 
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
+
 
 def fabric(nodes: int, oversubscription: float, rail: bool):
     spec = load_spec("superpod-h100", nodes=nodes)

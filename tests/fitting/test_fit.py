@@ -3,7 +3,9 @@ the cluster file written round-trips and predicts with the fitted values, and ba
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import shutil
 
 import pytest
@@ -16,6 +18,8 @@ from fabricsim.topology import load_spec, preset_spec, save_cluster
 from fabricsim.topology.calibrated import Calibrated, Fitted, LogUsed
 from fabricsim.validation.logs import cluster_file
 from tests.validation.log_index import FIX
+
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
 
 TRUTH = {"nvlink_efficiency": 0.62, "launch_latency": 6e-6}
 SIZES = fs.sizes("8", "1G", factor=8)
@@ -64,10 +68,19 @@ def test_the_fit_records_its_provenance_and_prints_its_residuals(fitted, synthet
     print("\n" + text)
 
 
-def test_the_cli_writes_a_cluster_file_perf_then_uses(synthetic, tmp_path, capsys):
-    out = tmp_path / "mycluster.yaml"
-    assert main(["calibrate", str(synthetic / "h100.log"), "--cluster", str(synthetic / "h100.yaml"), "-o", str(out)]) == 0
-    printed = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def cli_written(synthetic, tmp_path_factory):
+    """`fabricsim calibrate` run once on the synthetic log: the file it wrote and what it printed (a fit costs ~2 s;
+    two tests read this run)."""
+    out = tmp_path_factory.mktemp("cli") / "mycluster.yaml"
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        rc = main(["calibrate", str(synthetic / "h100.log"), "--cluster", str(synthetic / "h100.yaml"), "-o", str(out)])
+    return rc, out, printed.getvalue()
+
+
+def test_the_cli_writes_a_cluster_file_perf_then_uses(cli_written, synthetic, capsys):
+    rc, out, printed = cli_written
+    assert rc == 0
     assert f"wrote {out}" in printed and "launch_latency" in printed
     spec = load_spec(out)
     assert spec.calibrated is not None and spec.to_yaml() == out.read_text()
@@ -80,10 +93,12 @@ def test_the_cli_writes_a_cluster_file_perf_then_uses(synthetic, tmp_path, capsy
                                                      spec.calibrated.nvlink_efficiency.catalog, rel=0.03)
 
 
-def test_the_same_logs_give_the_same_file_byte_for_byte(synthetic, tmp_path):
-    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
-    for out in (a, b):
-        assert main(["calibrate", str(synthetic / "h100.log"), "-c", str(synthetic / "h100.yaml"), "-o", str(out)]) == 0
+def test_the_same_logs_give_the_same_file_byte_for_byte(cli_written, synthetic, tmp_path):
+    """A second run of the same command (the first is cli_written's) writes the same bytes."""
+    rc, a, _ = cli_written
+    b = tmp_path / "b.yaml"
+    assert rc == 0
+    assert main(["calibrate", str(synthetic / "h100.log"), "-c", str(synthetic / "h100.yaml"), "-o", str(b)]) == 0
     assert a.read_bytes() == b.read_bytes()
 
 

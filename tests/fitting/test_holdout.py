@@ -10,6 +10,8 @@ from fabricsim.fitting import holdout
 from fabricsim.validation.logs import default_index
 from tests.conftest import REPORTS
 
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
+
 needs_data = pytest.mark.skipif(not default_index().is_file(), reason=f"calibration logs not found at {default_index()}")
 
 

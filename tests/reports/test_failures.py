@@ -13,6 +13,8 @@ from fabricsim.cli.main import main
 from fabricsim.reports.failures import parse_counts
 from fabricsim.topology import load_spec
 
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def oversubscribed():

@@ -24,6 +24,8 @@ from fabricsim.sweeps.reporting import report
 from fabricsim.topology import preset_spec
 from tests.sweeps.helpers import write_sweep
 
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
+
 pytest.importorskip("plotly", reason="the report extra is not installed (pip install 'fabricsim[report]')")
 EVIL = "<script>alert('pwned')</script>-h100"
 SHOT = Path("build") / "test-reports" / "report.png"

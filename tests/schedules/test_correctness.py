@@ -10,6 +10,8 @@ from fabricsim.schedules.layout import REDUCING
 
 from .conftest import assert_same, cases, make_inputs
 
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
+
 COUNTS = (0, 1, 13)
 
 

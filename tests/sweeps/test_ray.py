@@ -14,7 +14,8 @@ from fabricsim.sweeps import run
 from tests.sweeps.helpers import cmdline, descendants, write_sweep
 
 ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'fabricsim[ray]')")
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kill test reads Linux's /proc")
+pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kill test reads Linux's /proc"),
+              pytest.mark.costly]  # starting Ray takes seconds: collected first (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

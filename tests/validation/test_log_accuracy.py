@@ -19,6 +19,8 @@ from fabricsim.validation.logs import (
 from tests.conftest import REPORTS
 from tests.validation.log_index import FIX, entry, write_index
 
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
+
 
 # Regression bounds on the 16 logs (pooled over every size of every log, absolute %). The targets are a
 # busbw median <= 12% and p90 <= 40% at >= 1 MiB, and a time median <= 25% at <= 64 KiB; these bounds are today's

@@ -10,6 +10,8 @@ from fabricsim.validation.calibration import load_rows
 from fabricsim.validation.training import calibration_rows, format_rows, group_summary, median_error, p90_error
 from tests.conftest import REPORTS
 
+pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
+
 MEASUREMENTS = default_path()
 TARGET_MEDIAN, TARGET_P90 = 10.0, 25.0  # issue 14: over every training row, dense and MoE, Hopper and Blackwell
 
