@@ -195,8 +195,13 @@ def price(plan: Plan, model: ProtocolModel, chunks: chunking.CallChunks) -> Pric
         protocol=model.protocol, wire_efficiency=model.wire_efficiency, step_latency=step_lat,
         once_latency=model.base_latency + float(hw[once_hops].sum()),
         slices=chunks.loops, copy_stages=chunks.copy_stages, proxy_rate=chunks.message / chunks.post,
-        algbw_cap=model.busbw_cap_per_channel * plan.channels * chunks.share * model.bus_to_alg,
-        cap_source=model.busbw_cap_source)
+        algbw_cap=algbw_cap(model, plan.channels, chunks), cap_source=model.busbw_cap_source)
+
+
+def algbw_cap(model: ProtocolModel, channels: int, chunks: chunking.CallChunks) -> float:
+    """bytes/s: NCCL's per-channel caps (tuning.cc) on the algorithm bandwidth of a call on `channels` channels
+    cut as `chunks` (a call on fewer channels than the communicator's gets their share); inf where none."""
+    return model.busbw_cap_per_channel * channels * chunks.share * model.bus_to_alg
 
 
 def _windows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> Windows | None:

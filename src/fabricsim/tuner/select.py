@@ -17,6 +17,7 @@ import numpy as np
 
 from fabricsim import schedules
 from fabricsim.engine import Job, simulate
+from fabricsim.engine.bound import least_time
 from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
@@ -39,7 +40,7 @@ class Choice:
     algorithm: str
     protocol: str
     result: Result
-    table: tuple[tuple[str, str, float], ...]  # (algorithm, protocol, time_s) of every candidate, fastest first
+    table: tuple[tuple[str, str, float], ...]  # (algorithm, protocol, time_s) of every candidate timed, fastest first
     job: Job  # what the engine ran for the pick: schedule, channels, network p2p cap
 
     @property
@@ -108,8 +109,14 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
          algos: str | list[str] | Selection | None = None, protos: str | list[str] | Selection | None = None,
          level: str = "flow",
          library: str = "nccl", root: int = 0, nccl_version=None,
-         redop: str = "sum", dtype: str = "float", chunk_env: ChunkEnv | None = None) -> Choice:
-    """Time every candidate with the engine and return the fastest (ties: candidate order).
+         redop: str = "sum", dtype: str = "float", chunk_env: ChunkEnv | None = None,
+         prune: bool = True) -> Choice:
+    """Time the candidates with the engine and return the fastest (ties: candidate order).
+
+    Candidates are timed in the order of a lower bound on their time (engine.bound.least_time: NCCL's base
+    latency and per-channel cap), and one whose bound exceeds the fastest time found is not timed: it cannot be
+    the pick, nor tie with it, so the pick and its figures are those of timing every candidate (`prune=False`,
+    whose `Choice.table` lists them all).
 
     `nccl_version` ('2.18.5', (2, 18), ...: tuner.nccl_versions.parse_version) selects the NCCL release whose
     rules apply (its algorithms, LL128 rule, channel counts, chunk sizes, point-to-point channels per network
@@ -138,18 +145,24 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
         raise FabricsimError(f"no algorithm applies to {collective} on these {len(ranks)} ranks of {topo.name}: "
                              "use more ranks or another collective")
     jobs: dict[str, Job] = {}  # one schedule, channel plan and network cap per algorithm, for all its protocols
-    timed = []
-    for algo, proto in pairs:
+    queue = []
+    for i, (algo, proto) in enumerate(pairs):
         if algo not in jobs:
             jobs[algo] = plan_call(topo, collective, algo, proto, nbytes, ranks, elem_size=elem_size, root=root,
                                    nccl_version=nccl_version, structure=structure, chunk_env=chunk_env)
         job = replace(jobs[algo], protocol=proto)
+        queue.append((least_time(topo, job) if prune else 0.0, i, algo, proto, job))
+    queue.sort(key=lambda q: (q[0], q[1]))  # the least bound first: the likely pick, which rules out the rest
+    timed: list[tuple[float, int, str, str, Result, Job]] = []
+    for bound, i, algo, proto, job in queue:
+        if timed and bound > timed[0][0]:  # slower than a time found, whatever the engine finds: so are the rest
+            break
         res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=job.ranks,
                        channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
-        timed.append((res.time, algo, proto, res, job))
-    timed.sort(key=lambda t: t[0])
-    t, algo, proto, res, job = timed[0]
-    return Choice(algo, proto, res, tuple((a, p, tt) for tt, a, p, _, _ in timed), job)
+        timed.append((res.time, i, algo, proto, res, job))
+        timed.sort(key=lambda t: (t[0], t[1]))  # ties: candidate order
+    t, _, algo, proto, res, job = timed[0]
+    return Choice(algo, proto, res, tuple((a, p, tt) for tt, _, a, p, _, _ in timed), job)
 
 
 def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, *,
