@@ -91,8 +91,10 @@ def empty_flows() -> FlowSet:
 
 
 def concat(sets: list[FlowSet]) -> FlowSet:
-    """One FlowSet holding all flows of `sets`, in order."""
+    """One FlowSet holding all flows of `sets`, in order (the one set with flows itself, when only one has)."""
     sets = [s for s in sets if s.n_flows] or [empty_flows()]
+    if len(sets) == 1:
+        return sets[0]
     offsets = np.cumsum([0] + [s.n_flows for s in sets[:-1]])
     return FlowSet(
         edge_flow=np.concatenate([s.edge_flow + o for s, o in zip(sets, offsets)]),

@@ -24,8 +24,8 @@ from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
 from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner import nccl_graph, nccl_model, nccl_versions
-from fabricsim.vocab import (ALGORITHMS, NCCL_ALGORITHMS_BY_COLLECTIVE, P2P_COLLECTIVES, PROTOCOLS, Selection,
-                             parse_algorithms, parse_protocols)
+from fabricsim.vocab import (ALGORITHMS, NCCL_ALGO_NAMES, NCCL_ALGORITHMS_BY_COLLECTIVE, NCCL_PROTO_NAMES,
+                             P2P_COLLECTIVES, PROTOCOLS, Selection, parse_algorithms, parse_protocols)
 
 # NCCL's algorithms per collective (src/device/generate.py algos_of_coll). AllToAll and SendRecv are NCCL
 # point-to-point operations: all pairs at once, through PXN on rail-optimised fabrics. Protocols other than
@@ -113,9 +113,9 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
          prune: bool = True) -> Choice:
     """Time the candidates with the engine and return the fastest (ties: candidate order).
 
-    Candidates are timed in the order of a lower bound on their time (engine.bound.least_time: NCCL's base
-    latency and per-channel cap), and one whose bound exceeds the fastest time found is not timed: it cannot be
-    the pick, nor tie with it, so the pick and its figures are those of timing every candidate (`prune=False`,
+    Candidates are timed in the order NCCL's own model ranks them, and one whose lower bound (engine.bound.least_time:
+    NCCL's base and per-step latencies, its per-channel cap) exceeds the fastest time found is not timed: it cannot
+    be the pick, nor tie with it, so the pick and its figures are those of timing every candidate (`prune=False`,
     whose `Choice.table` lists them all).
 
     `nccl_version` ('2.18.5', (2, 18), ...: tuner.nccl_versions.parse_version) selects the NCCL release whose
@@ -145,24 +145,36 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
         raise FabricsimError(f"no algorithm applies to {collective} on these {len(ranks)} ranks of {topo.name}: "
                              "use more ranks or another collective")
     jobs: dict[str, Job] = {}  # one schedule, channel plan and network cap per algorithm, for all its protocols
+    guess = _nccl_guess(topo, collective, nbytes, ranks, nccl_version) if prune else {}
     queue = []
     for i, (algo, proto) in enumerate(pairs):
         if algo not in jobs:
             jobs[algo] = plan_call(topo, collective, algo, proto, nbytes, ranks, elem_size=elem_size, root=root,
                                    nccl_version=nccl_version, structure=structure, chunk_env=chunk_env)
         job = replace(jobs[algo], protocol=proto)
-        queue.append((least_time(topo, job) if prune else 0.0, i, algo, proto, job))
-    queue.sort(key=lambda q: (q[0], q[1]))  # the least bound first: the likely pick, which rules out the rest
-    timed: list[tuple[float, int, str, str, Result, Job]] = []
-    for bound, i, algo, proto, job in queue:
-        if timed and bound > timed[0][0]:  # slower than a time found, whatever the engine finds: so are the rest
-            break
-        res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=job.ranks,
-                       channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
-        timed.append((res.time, i, algo, proto, res, job))
-        timed.sort(key=lambda t: (t[0], t[1]))  # ties: candidate order
-    t, _, algo, proto, res, job = timed[0]
-    return Choice(algo, proto, res, tuple((a, p, tt) for tt, _, a, p, _, _ in timed), job)
+        bound = least_time(topo, job) if prune else 0.0
+        queue.append((guess.get((NCCL_ALGO_NAMES.get(algo), NCCL_PROTO_NAMES[proto]), math.inf), bound, i, job))
+    queue.sort(key=lambda q: q[:3])  # NCCL's model's favourite first: the likely pick, whose time rules out the rest
+    timed: list[tuple[float, int, Result, Job]] = []
+    for _, bound, i, job in queue:
+        if prune and timed and (bound > timed[0][0] or least_time(topo, job, steps=True) > timed[0][0]):
+            continue  # slower than a time found, whatever the engine finds
+        res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=job.protocol, level=level,
+                       ranks=job.ranks, channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
+        timed.append((res.time, i, res, job))
+        timed.sort(key=lambda t: t[:2])  # ties: candidate order
+    _, i, res, job = timed[0]
+    table = tuple((*pairs[k], t) for t, k, _, _ in timed)
+    return Choice(pairs[i][0], pairs[i][1], res, table, job)
+
+
+def _nccl_guess(topo: Topology, collective: str, nbytes: int, ranks: np.ndarray,
+                nccl_version) -> dict[tuple[str, str], float]:
+    """NCCL's model's time per (NCCL algorithm, protocol) for this call, where it models the collective: the order
+    the tuner times its candidates in (any order gives the same pick; a good one rules out more)."""
+    if collective not in K.FUNCS or len(ranks) < 2:
+        return {}
+    return nccl_model.nccl_times(_nccl_system(topo, ranks.tobytes(), nccl_version), collective, max(int(nbytes), 1))
 
 
 def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, *,
