@@ -320,7 +320,7 @@ def _aggregation_tree(topo: Topology, leaves: list[int]) -> tuple[list[int], flo
 def _live_innet(st: StepTraffic) -> InNetworkTraffic:
     """The step's in-network operations that move bytes, after checking each is one the engine times."""
     ops = st.innet
-    unknown = ~np.isin(ops.kind, ("nvls", "sharp"))
+    unknown = (ops.kind != "nvls") & (ops.kind != "sharp")
     if unknown.any():
         raise FabricsimError(f"unknown in-network operation '{ops.kind[unknown][0]}': the engine times 'nvls' and 'sharp'")
     return ops.take(ops.nbytes > 0)
