@@ -255,7 +255,7 @@ def _distinct(steps: Sequence[StepTraffic]) -> tuple[list[int], list[int]]:
     for i, st in enumerate(steps):
         ops = st.innet
         sig = (st.src.shape[0], len(ops), int(np.sum(st.src)), int(np.sum(st.dst)), float(np.sum(st.nbytes)),
-               float(np.sum(ops.nbytes)), int(np.sum(ops.ends)))
+               float(np.sum(ops.nbytes)), (int(ops.n_inputs[0]), int(ops.n_outputs[0])) if len(ops) else ())
         same = [p for p in alike.get(sig, []) if key(firsts[p]) == key(i)]
         if same:
             order.append(same[0])
