@@ -30,9 +30,9 @@ def least_time(topo: Topology, job: Job, *, steps: bool = False) -> float:
     call = job_call(topo, job)
     model = call_model(topo, call)
     least = model.base_latency + call.nbytes / algbw_cap(model, call.channels, call_chunks(call, model))
-    traffic = unit_cache.unit_traffic(topo, call) if steps else None
-    if not traffic:
+    if not steps or not unit_cache.by_unit(call):
         return least
+    traffic = unit_cache.unit_traffic(topo, call)
     hop = float(np.min(model.step_hop_latency))
     paid = sum(st.repeat for st in traffic
                if (call.algorithm == "ring" or st.active is None or st.repeat <= 1)

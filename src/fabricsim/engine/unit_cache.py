@@ -34,7 +34,7 @@ class Unit:
 def timed(topo: Topology, call: Call, opts: Options) -> Result | None:
     """The Result of `call`, scaled from its unit timing; None when its message does not split into equal
     pieces, or it is a replicated schedule (training groups, made afresh per call: nothing to reuse)."""
-    if not _by_unit(call):
+    if not by_unit(call):
         return None
     count = call.nbytes // call.elem_size
     key = ("unit", call.schedule, call.elem_size, call.channels, opts, call.gpu_ranks.tobytes(), call.net_peer_bw)
@@ -50,18 +50,19 @@ def timed(topo: Topology, call: Call, opts: Options) -> Result | None:
     return result(topo, plan, pricing, drained.scaled(k / pricing.wire_efficiency), opts.level, loads=loads)
 
 
-def unit_traffic(topo: Topology, call: Call) -> list[StepTraffic] | None:
-    """The step traffic of `call`'s schedule at its unit message, kept in the topology's store (the tuner bounds
-    a candidate's time by it before the engine times it); None where `timed` does not time the call by its unit."""
-    if not _by_unit(call):
-        return None
+def unit_traffic(topo: Topology, call: Call) -> list[StepTraffic]:
+    """The step traffic of the schedule of `call` (one `by_unit`) at its unit message, kept in the topology's store
+    (the tuner bounds a candidate's time by it before the engine times it)."""
+    schedule = call.schedule
+    assert schedule is not None, "unit_traffic needs a call timed by its unit (by_unit)"
     unit_bytes = call.pieces * call.elem_size
-    return topo.derive(("unit_traffic", call.schedule, call.elem_size),
-                       lambda: schedule_traffic(call.schedule, unit_bytes, call.elem_size))
+    return topo.derive(("unit_traffic", schedule, call.elem_size),
+                       lambda: schedule_traffic(schedule, unit_bytes, call.elem_size))
 
 
-def _by_unit(call: Call) -> bool:
-    """Whether the call's message splits into equal pieces of its schedule (and is no replicated schedule)."""
+def by_unit(call: Call) -> bool:
+    """Whether `timed` times the call by its unit: its message splits into equal pieces of its schedule (and it is
+    no replicated schedule)."""
     count = call.nbytes // call.elem_size
     return not (call.schedule is None or call.nbytes % call.elem_size or count == 0 or count % call.pieces
                 or call.copies > 1)

@@ -153,7 +153,7 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
                                    nccl_version=nccl_version, structure=structure, chunk_env=chunk_env)
         job = replace(jobs[algo], protocol=proto)
         bound = least_time(topo, job) if prune else 0.0
-        queue.append((guess.get((NCCL_ALGO_NAMES.get(algo), NCCL_PROTO_NAMES[proto]), math.inf), bound, i, job))
+        queue.append((guess.get((NCCL_ALGO_NAMES.get(algo, ""), NCCL_PROTO_NAMES[proto]), math.inf), bound, i, job))
     queue.sort(key=lambda q: q[:3])  # NCCL's model's favourite first: the likely pick, whose time rules out the rest
     timed: list[tuple[float, int, Result, Job]] = []
     for _, bound, i, job in queue:
