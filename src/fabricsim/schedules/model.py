@@ -92,7 +92,7 @@ def _ends_of(kinds, inputs, outputs) -> dict:
     outputs = [np.asarray(a, dtype=np.int32).ravel() for a in outputs]
     n = len(inputs)
     ends = [a for pair in zip(inputs, outputs) for a in pair]
-    return {"kind": np.array(list(kinds), dtype="<U5").reshape(n),
+    return {"kind": np.array(list(kinds), dtype=str).reshape(n),
             "ends": np.concatenate(ends).astype(np.int32) if ends else np.zeros(0, np.int32),
             "n_inputs": np.fromiter(map(len, inputs), np.int64, n), "n_outputs": np.fromiter(map(len, outputs), np.int64, n)}
 
