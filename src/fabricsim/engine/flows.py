@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, replace
-from operator import itemgetter
 
 import numpy as np
 
@@ -28,7 +27,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim import routing
 from fabricsim.routing.model import PathKind, Routes
 from fabricsim.routing.tables import tables
-from fabricsim.schedules.model import StepTraffic
+from fabricsim.schedules.model import InNetworkTraffic, StepTraffic
 from fabricsim.topology.model import DeviceKind, Topology
 
 N_HOPS = 3  # NCCL hop classes: nvlink, pci, net (protocols.HOP_CLASSES)
@@ -92,8 +91,10 @@ def empty_flows() -> FlowSet:
 
 
 def concat(sets: list[FlowSet]) -> FlowSet:
-    """One FlowSet holding all flows of `sets`, in order."""
+    """One FlowSet holding all flows of `sets`, in order (the one set with flows itself, when only one has)."""
     sets = [s for s in sets if s.n_flows] or [empty_flows()]
+    if len(sets) == 1:
+        return sets[0]
     offsets = np.cumsum([0] + [s.n_flows for s in sets[:-1]])
     return FlowSet(
         edge_flow=np.concatenate([s.edge_flow + o for s, o in zip(sets, offsets)]),
@@ -194,14 +195,14 @@ def _switch_flows(links: np.ndarray, ends: np.ndarray, is_up: np.ndarray, nbytes
     )
 
 
-def nvls_flows(topo: Topology, ops: list[tuple], gpu_ranks: np.ndarray, rules: FlowRules) -> FlowSet:
-    """NVLink SHARP, every ('nvls', inputs, outputs, nbytes) operation of a step at once (schedule ranks): each
-    input's GPU->NVSwitch link and each output's NVSwitch->GPU link carry the chunk, at NCCL's nvlsEfficiency
-    (the multimem loads/stores reach less than NVLink's bulk rate). The same chunk size on the same link (every
-    channel's operation on one GPU) is one flow of higher multiplicity, as identical transfers are."""
+def nvls_flows(topo: Topology, ops: InNetworkTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> FlowSet:
+    """NVLink SHARP, every NVLS operation of a step at once (schedule ranks): each input's GPU->NVSwitch link and
+    each output's NVSwitch->GPU link carry the chunk, at NCCL's nvlsEfficiency (the multimem loads/stores reach
+    less than NVLink's bulk rate). The same chunk size on the same link (every channel's operation on one GPU) is
+    one flow of higher multiplicity, as identical transfers are."""
     if rules.nvls_efficiency <= 0:
         raise FabricsimError("NVLS needs Hopper or newer GPUs (NCCL nvlsEfficiency is 0 before sm_90): use a ring or tree schedule")
-    ranks, is_up, nbytes, _ = _nvls_ends(ops, gpu_ranks)
+    ranks, is_up, nbytes = gpu_ranks[ops.ends], ops.is_input, ops.nbytes[ops.owner]
     links = _nvls_links(topo, ranks, is_up)
     order = np.lexsort((nbytes, links))
     same = np.concatenate([[False], (links[order][1:] == links[order][:-1]) & (nbytes[order][1:] == nbytes[order][:-1])])
@@ -210,19 +211,6 @@ def nvls_flows(topo: Topology, ops: list[tuple], gpu_ranks: np.ndarray, rules: F
     flows = _switch_flows(links[one], ranks[one], is_up[one], nbytes[one], 2 * float(topo.link_latency[links].max()),
                           HOP_NVLINK, rules.connections, np.diff(np.append(start, order.shape[0])))
     return replace(flows, nbytes=flows.payload / rules.nvls_efficiency)
-
-
-def _nvls_ends(ops: list[tuple], gpu_ranks: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Every NVLS operation's GPU ends in order (its inputs, then its outputs), whether each is an input, the
-    operation's bytes, and which operation each end belongs to: one pass over the operations, vectorised."""
-    n = len(ops)
-    inputs, outputs = list(map(itemgetter(1), ops)), list(map(itemgetter(2), ops))  # C-level loops: 1e5+ ops
-    lengths = np.column_stack([np.fromiter(map(len, inputs), np.int64, n), np.fromiter(map(len, outputs), np.int64, n)]).ravel()
-    ends = np.concatenate([a for pair in zip(inputs, outputs) for a in pair]).astype(np.int64)
-    is_up = np.repeat(np.tile([True, False], n), lengths)
-    per_op = lengths[0::2] + lengths[1::2]
-    nbytes = np.repeat(np.fromiter(map(itemgetter(3), ops), np.float64, n), per_op)
-    return gpu_ranks[ends], is_up, nbytes, np.repeat(np.arange(n), per_op)
 
 
 def _nvls_links(topo: Topology, ranks: np.ndarray, is_up: np.ndarray) -> np.ndarray:
@@ -329,23 +317,23 @@ def _aggregation_tree(topo: Topology, leaves: list[int]) -> tuple[list[int], flo
     return sorted(links), climb
 
 
-def _live_innet(st: StepTraffic) -> list[tuple]:
+def _live_innet(st: StepTraffic) -> InNetworkTraffic:
     """The step's in-network operations that move bytes, after checking each is one the engine times."""
-    for op in st.innet:
-        if op[0] not in ("nvls", "sharp"):
-            raise FabricsimError(f"unknown in-network operation '{op[0]}': the engine times 'nvls' and 'sharp'")
-    return [op for op in st.innet if op[3] > 0]
+    ops = st.innet
+    unknown = (ops.kind != "nvls") & (ops.kind != "sharp")
+    if unknown.any():
+        raise FabricsimError(f"unknown in-network operation '{ops.kind[unknown][0]}': the engine times 'nvls' and 'sharp'")
+    return ops.take(ops.nbytes > 0)
 
 
 def step_flows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> FlowSet:
     """All flows of one step: routed transfers plus every in-network operation's links."""
     parts = [p2p_flows(topo, gpu_ranks[st.src], gpu_ranks[st.dst], np.asarray(st.nbytes, np.float64), rules)]
     ops = _live_innet(st)
-    for _, inputs, outputs, nbytes in (op for op in ops if op[0] == "sharp"):
-        parts.append(sharp_flows(topo, gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)], float(nbytes),
-                                 rules.connections))
-    nvls = [op for op in ops if op[0] == "nvls"]
-    if nvls:
+    for _, inputs, outputs, nbytes in ops.take(ops.kind == "sharp"):
+        parts.append(sharp_flows(topo, gpu_ranks[inputs], gpu_ranks[outputs], float(nbytes), rules.connections))
+    nvls = ops.take(ops.kind == "nvls")
+    if len(nvls):
         parts.append(nvls_flows(topo, nvls, gpu_ranks, rules))
     return concat(parts)
 
@@ -369,16 +357,15 @@ def item_latency(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: 
         per[np.arange(usrc.shape[0]), HOP_OF_KIND[routes.path_kind[first]]] = np.bincount(
             pair, weights=routes.path_weight * routes.path_latency, minlength=usrc.shape[0])
         out[np.flatnonzero(keep)] = per[which]
-    _live_innet(st)
-    live = [i for i, op in enumerate(st.innet) if op[3] > 0]
-    nvls = [i for i in live if st.innet[i][0] == "nvls"]
-    if nvls:
-        ranks, is_up, _, op_of = _nvls_ends([st.innet[i] for i in nvls], gpu_ranks)
-        slowest = np.full(len(nvls), -np.inf)
-        np.maximum.at(slowest, op_of, topo.link_latency[_nvls_links(topo, ranks, is_up)])
-        out[m + np.array(nvls), HOP_NVLINK] = 2 * slowest
-    for i in (i for i in live if st.innet[i][0] == "sharp"):
-        _, inputs, outputs, nbytes = st.innet[i]
-        fs = sharp_flows(topo, gpu_ranks[np.asarray(inputs)], gpu_ranks[np.asarray(outputs)], float(nbytes), 1)
+    ops = _live_innet(st)
+    live = np.flatnonzero(st.innet.nbytes > 0)
+    nvls = ops.kind == "nvls"
+    if nvls.any():
+        mine = ops.take(nvls)
+        slowest = np.full(len(mine), -np.inf)
+        np.maximum.at(slowest, mine.owner, topo.link_latency[_nvls_links(topo, gpu_ranks[mine.ends], mine.is_input)])
+        out[m + live[nvls], HOP_NVLINK] = 2 * slowest
+    for i, (_, inputs, outputs, nbytes) in zip(live[~nvls].tolist(), ops.take(~nvls)):
+        fs = sharp_flows(topo, gpu_ranks[inputs], gpu_ranks[outputs], float(nbytes), 1)
         out[m + i, HOP_NET] = float(fs.latency.max())
     return out

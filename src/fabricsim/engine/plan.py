@@ -11,7 +11,6 @@ the message size changes: the channels NCCL runs the call on and the chunks each
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import itemgetter
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -195,8 +194,13 @@ def price(plan: Plan, model: ProtocolModel, chunks: chunking.CallChunks) -> Pric
         protocol=model.protocol, wire_efficiency=model.wire_efficiency, step_latency=step_lat,
         once_latency=model.base_latency + float(hw[once_hops].sum()),
         slices=chunks.loops, copy_stages=chunks.copy_stages, proxy_rate=chunks.message / chunks.post,
-        algbw_cap=model.busbw_cap_per_channel * plan.channels * chunks.share * model.bus_to_alg,
-        cap_source=model.busbw_cap_source)
+        algbw_cap=algbw_cap(model, plan.channels, chunks), cap_source=model.busbw_cap_source)
+
+
+def algbw_cap(model: ProtocolModel, channels: int, chunks: chunking.CallChunks) -> float:
+    """bytes/s: NCCL's per-channel caps (tuning.cc) on the algorithm bandwidth of a call on `channels` channels
+    cut as `chunks` (a call on fewer channels than the communicator's gets their share); inf where none."""
+    return model.busbw_cap_per_channel * channels * chunks.share * model.bus_to_alg
 
 
 def _windows(topo: Topology, st: StepTraffic, gpu_ranks: np.ndarray, rules: FlowRules) -> Windows | None:
@@ -249,8 +253,9 @@ def _distinct(steps: Sequence[StepTraffic]) -> tuple[list[int], list[int]]:
         return full[i]
 
     for i, st in enumerate(steps):
-        sig = (st.src.shape[0], len(st.innet), int(np.sum(st.src)), int(np.sum(st.dst)), float(np.sum(st.nbytes)),
-               sum(map(itemgetter(3), st.innet)), tuple(len(a) for a in st.innet[0][1:3]) if st.innet else ())
+        ops = st.innet
+        sig = (st.src.shape[0], len(ops), int(np.sum(st.src)), int(np.sum(st.dst)), float(np.sum(st.nbytes)),
+               float(np.sum(ops.nbytes)), (int(ops.n_inputs[0]), int(ops.n_outputs[0])) if len(ops) else ())
         same = [p for p in alike.get(sig, []) if key(firsts[p]) == key(i)]
         if same:
             order.append(same[0])
@@ -265,9 +270,8 @@ def _pattern_key(st: StepTraffic) -> bytes:
     """Identity of a step's traffic: same transfers and in-network ops give the same flows."""
     parts = [np.asarray(st.src, np.int64).tobytes(), np.asarray(st.dst, np.int64).tobytes(),
              np.asarray(st.nbytes, np.float64).tobytes()]
-    if st.innet:
-        kinds, inputs, outputs, nb = zip(*st.innet)
-        parts += ["/".join(kinds).encode(), np.fromiter(map(len, inputs + outputs), np.int64).tobytes(),
-                  np.concatenate(inputs + outputs).astype(np.int64, copy=False).tobytes(),
-                  np.asarray(nb, np.float64).tobytes()]
+    ops = st.innet
+    if len(ops):
+        parts += ["/".join(ops.kind.tolist()).encode(), ops.n_inputs.tobytes(), ops.n_outputs.tobytes(),
+                  np.asarray(ops.ends, np.int64).tobytes(), np.asarray(ops.nbytes, np.float64).tobytes()]
     return b"|".join(parts)

@@ -17,10 +17,11 @@ hop once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fabricsim.engine import coflows, solve, unit_cache
+from fabricsim.engine import solve, unit_cache
 from fabricsim.engine.assemble import result
 from fabricsim.engine.capacity import effective_capacity
 from fabricsim.engine.call import Call, Job, Options, job_call, options, traffic_call
@@ -32,6 +33,9 @@ from fabricsim.errors import FabricsimError
 from fabricsim.schedules import traffic as schedule_traffic
 from fabricsim.schedules.model import Schedule, StepTraffic
 from fabricsim.topology.model import Topology
+
+if TYPE_CHECKING:  # coflows is imported by the one entry point that runs them: a plain simulate never needs it
+    from fabricsim.engine import coflows
 
 __all__ = ["Job", "simulate", "simulate_concurrent", "time_traffic"]
 
@@ -105,6 +109,8 @@ def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: s
     (`Result.slowdown`: its bandwidth time together / alone). Jobs are `Job`s or tuples (schedule, nbytes,
     ranks, ...) in `Job`'s field order; `background`: (src, dst) GPU ranks of never-ending flows.
     """
+    from fabricsim.engine import coflows
+
     opts = options(topo, level, pxn, adaptive)
     calls = [job_call(topo, j if isinstance(j, Job) else Job(*j)) for j in jobs]
     bg = _background(topo, background, opts)
@@ -129,6 +135,8 @@ def simulate_concurrent(topo: Topology, jobs: Sequence[Job | tuple], *, level: s
 
 def _persistent(topo: Topology, bg: FlowSet) -> list[coflows.Coflow]:
     """Background flows as never-ending coflows of one connection each (every copy its own)."""
+    from fabricsim.engine import coflows
+
     out = []
     for f in range(bg.n_flows):
         mine = bg.edge_flow == f

@@ -19,6 +19,7 @@ from fabricsim.engine.flows import empty_flows
 from fabricsim.engine.plan import Plan, call_chunks, call_model, plan_traffic, price
 from fabricsim.engine.result import Result
 from fabricsim.schedules import traffic as schedule_traffic
+from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology.model import Topology
 
 
@@ -33,9 +34,9 @@ class Unit:
 def timed(topo: Topology, call: Call, opts: Options) -> Result | None:
     """The Result of `call`, scaled from its unit timing; None when its message does not split into equal
     pieces, or it is a replicated schedule (training groups, made afresh per call: nothing to reuse)."""
-    count = call.nbytes // call.elem_size
-    if call.schedule is None or call.nbytes % call.elem_size or count == 0 or count % call.pieces or call.copies > 1:
+    if not by_unit(call):
         return None
+    count = call.nbytes // call.elem_size
     key = ("unit", call.schedule, call.elem_size, call.channels, opts, call.gpu_ranks.tobytes(), call.net_peer_bw)
     model = call_model(topo, call)
     unit = topo.derive(key, lambda: _unit(topo, call, opts, model))
@@ -49,9 +50,27 @@ def timed(topo: Topology, call: Call, opts: Options) -> Result | None:
     return result(topo, plan, pricing, drained.scaled(k / pricing.wire_efficiency), opts.level, loads=loads)
 
 
+def unit_traffic(topo: Topology, call: Call) -> list[StepTraffic]:
+    """The step traffic of the schedule of `call` (one `by_unit`) at its unit message, kept in the topology's store
+    (the tuner bounds a candidate's time by it before the engine times it)."""
+    schedule = call.schedule
+    assert schedule is not None, "unit_traffic needs a call timed by its unit (by_unit)"
+    unit_bytes = call.pieces * call.elem_size
+    return topo.derive(("unit_traffic", schedule, call.elem_size),
+                       lambda: schedule_traffic(schedule, unit_bytes, call.elem_size))
+
+
+def by_unit(call: Call) -> bool:
+    """Whether `timed` times the call by its unit: its message splits into equal pieces of its schedule (and it is
+    no replicated schedule)."""
+    count = call.nbytes // call.elem_size
+    return not (call.schedule is None or call.nbytes % call.elem_size or count == 0 or count % call.pieces
+                or call.copies > 1)
+
+
 def _unit(topo: Topology, call: Call, opts: Options, model) -> Unit:
     unit_bytes = call.pieces * call.elem_size
-    steps = schedule_traffic(call.schedule, unit_bytes, call.elem_size)
+    steps = unit_traffic(topo, call)
     plan = plan_traffic(topo, steps, replace(call, nbytes=unit_bytes), opts, model)
     return Unit(plan, solve.drained(topo, plan, opts.level, empty_flows(), steady=False))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabricsim.schedules.model import ChunkMap, InNetworkOp, Op, Schedule, make_step
+from fabricsim.schedules.model import ChunkMap, InNetworkOp, InNetworkOps, Op, Schedule, make_step
 from fabricsim.schedules.pipeline import forest_pieces, pipelined_forest
 from fabricsim.schedules.structure import Structure
 from fabricsim.schedules.trees import dtree_parents, node_depth
@@ -17,8 +17,15 @@ def _ranks(a) -> np.ndarray:
     return np.asarray(a, dtype=np.int32).ravel()
 
 
-def _innet_step(ops: list[InNetworkOp]):
+def _innet_step(ops: list[InNetworkOp] | InNetworkOps):
     return make_step(_NONE, _NONE, _NONE, _NONE, Op.COPY, innet=ops)
+
+
+def _batch(ends: np.ndarray, n_inputs: int, n_outputs: int, chunk: np.ndarray, op: Op) -> InNetworkOps:
+    """NVLS operations, one per row of `ends` (its `n_inputs` inputs, then its `n_outputs` outputs)."""
+    n = ends.shape[0]
+    return InNetworkOps(np.full(n, "nvls"), ends.astype(np.int32).ravel(), np.full(n, n_inputs, np.int64),
+                        np.full(n, n_outputs, np.int64), chunk.astype(np.int64), np.full(n, op, np.int8))
 
 
 def nvls(collective: str, n: int) -> Schedule:
@@ -62,16 +69,13 @@ def nvls_tree(s: Structure, pipeline: int, heads: int = 0) -> Schedule:
             chan.append(np.full(int(has.sum()), 2 * i + h))
     cat = np.concatenate
     tsteps, M = pipelined_forest(cat(child), cat(parent), cat(depth), cat(chan), pipeline, up=True, down=True)
-    every = _ranks(np.arange(s.nranks))
-    domain = [every[d * ppn:(d + 1) * ppn] for d in range(nn)]
-    gather, scatter = [], []
-    for ch in range(nch):
-        for j in range(pipeline):
-            c = ch * M + j
-            for d in range(nn):
-                head = every[d * ppn + local[ch // 2]:d * ppn + local[ch // 2] + 1]
-                gather.append(InNetworkOp("nvls", domain[d], head, c))
-                scatter.append(InNetworkOp("nvls", head, domain[d], c, Op.COPY))
+    # one gather (the domain's ranks -> its head) and one scatter (head -> the domain) per (channel, pipeline chunk,
+    # domain), in that order; channel ch = (part ch // 2, tree ch % 2) has its head at local rank local[ch // 2]
+    ch, j, d = (a.ravel() for a in np.meshgrid(np.arange(nch), np.arange(pipeline), np.arange(nn), indexing="ij"))
+    members = d[:, None] * ppn + np.arange(ppn)
+    head = (d * ppn + local[ch // 2])[:, None]
+    gather = _batch(np.hstack([members, head]), ppn, 1, ch * M + j, Op.REDUCE)
+    scatter = _batch(np.hstack([head, members]), 1, ppn, ch * M + j, Op.COPY)
     return Schedule(
         "all_reduce", "nvls_tree", s.nranks, nch * M, (_innet_step(gather), *tsteps, _innet_step(scatter)),
         channels=nch, meta={"pipeline": pipeline, "ranks_per_node": ppn, "heads": heads},

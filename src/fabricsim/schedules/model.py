@@ -15,7 +15,8 @@ Transfer arrays (length m, one entry per point-to-point transfer):
   op                 int8   Op.COPY (dst = src) or Op.REDUCE (dst = dst (+) src)
   span               int64  optional: the transfer moves chunks chunk .. chunk+span-1 (None: 1)
 
-In-network operations (NVLS inside an NVSwitch, SHARP inside InfiniBand switches):
+In-network operations (NVLS inside an NVSwitch, SHARP inside InfiniBand switches), a step's held as arrays
+(`InNetworkOps`: an NVLSTree step has one per head, pipeline chunk and domain, tens of thousands), each:
   kind      'nvls' | 'sharp'
   inputs    ranks whose chunk is reduced inside the switch (one rank: plain multicast)
   outputs   ranks that receive the result (multicast)
@@ -55,6 +56,96 @@ class InNetworkOp:
 
 
 @dataclass(frozen=True, eq=False)
+class InNetworkEnds:
+    """Operations' GPU ends as arrays, operation after operation: each one's inputs, then its outputs."""
+
+    kind: np.ndarray  # str per operation: 'nvls' or 'sharp'
+    ends: np.ndarray  # int32 ranks
+    n_inputs: np.ndarray  # int64 per operation
+    n_outputs: np.ndarray  # int64 per operation
+
+    def __len__(self) -> int:
+        return int(self.n_inputs.shape[0])
+
+    @property
+    def is_input(self) -> np.ndarray:
+        """Per end, whether it is an input (else an output)."""
+        n = len(self)
+        lengths = np.column_stack([self.n_inputs, self.n_outputs]).ravel()
+        return np.repeat(np.tile([True, False], n), lengths)
+
+    @property
+    def owner(self) -> np.ndarray:
+        """Per end, the operation it belongs to."""
+        return np.repeat(np.arange(len(self)), self.n_inputs + self.n_outputs)
+
+    def _split(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(inputs, outputs) of each operation, as views."""
+        start = np.concatenate([[0], np.cumsum(self.n_inputs + self.n_outputs)]).tolist()
+        cut = (start[i] + k for i, k in enumerate(self.n_inputs.tolist()))
+        return [(self.ends[a:c], self.ends[c:b]) for a, c, b in zip(start, cut, start[1:])]
+
+
+def _ends_of(kinds, inputs, outputs) -> dict:
+    """The InNetworkEnds fields of operations given one by one."""
+    inputs = [np.asarray(a, dtype=np.int32).ravel() for a in inputs]
+    outputs = [np.asarray(a, dtype=np.int32).ravel() for a in outputs]
+    n = len(inputs)
+    ends = [a for pair in zip(inputs, outputs) for a in pair]
+    return {"kind": np.array(list(kinds), dtype=str).reshape(n),
+            "ends": np.concatenate(ends).astype(np.int32) if ends else np.zeros(0, np.int32),
+            "n_inputs": np.fromiter(map(len, inputs), np.int64, n), "n_outputs": np.fromiter(map(len, outputs), np.int64, n)}
+
+
+@dataclass(frozen=True, eq=False)
+class InNetworkOps(InNetworkEnds):
+    """A step's in-network operations; iterating gives each as an `InNetworkOp`."""
+
+    chunk: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # int64 per operation (repetition 0)
+    op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))  # int8 Op per operation
+
+    @staticmethod
+    def of(ops) -> InNetworkOps:
+        """The batch of `ops` (InNetworkOp), in order."""
+        ops = list(ops)
+        return InNetworkOps(**_ends_of((o.kind for o in ops), (o.inputs for o in ops), (o.outputs for o in ops)),
+                            chunk=np.fromiter((o.chunk for o in ops), np.int64, len(ops)),
+                            op=np.fromiter((o.op for o in ops), np.int8, len(ops)))
+
+    def __iter__(self):
+        for k, (i, o), c, op in zip(self.kind.tolist(), self._split(), self.chunk.tolist(), self.op.tolist()):
+            yield InNetworkOp(k, i, o, c, Op(op))
+
+
+@dataclass(frozen=True, eq=False)
+class InNetworkTraffic(InNetworkEnds):
+    """A step's in-network operations as the engine times them; iterating gives (kind, inputs, outputs, nbytes)."""
+
+    nbytes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # float64 bytes per operation
+
+    @staticmethod
+    def of(ops) -> InNetworkTraffic:
+        """The batch of (kind, inputs, outputs, nbytes) operations, in order."""
+        ops = list(ops)
+        return InNetworkTraffic(**_ends_of((o[0] for o in ops), (o[1] for o in ops), (o[2] for o in ops)),
+                                nbytes=np.fromiter((o[3] for o in ops), np.float64, len(ops)))
+
+    def __iter__(self):
+        for k, (i, o), b in zip(self.kind.tolist(), self._split(), self.nbytes.tolist()):
+            yield k, i, o, b
+
+    def take(self, keep: np.ndarray) -> InNetworkTraffic:
+        """The operations where `keep` is true, in order."""
+        per_end = np.repeat(keep, self.n_inputs + self.n_outputs)
+        return InNetworkTraffic(self.kind[keep], self.ends[per_end], self.n_inputs[keep], self.n_outputs[keep],
+                                self.nbytes[keep])
+
+
+NO_OPS = InNetworkOps(np.zeros(0, "<U5"), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64))
+NO_TRAFFIC = InNetworkTraffic(NO_OPS.kind, NO_OPS.ends, NO_OPS.n_inputs, NO_OPS.n_outputs)
+
+
+@dataclass(frozen=True, eq=False)
 class Step:
     """Concurrent transfers and in-network ops, repeated `repeat` times.
 
@@ -68,11 +159,15 @@ class Step:
     src_chunk: np.ndarray
     dst_chunk: np.ndarray
     op: np.ndarray
-    innet: tuple[InNetworkOp, ...] = ()
+    innet: InNetworkOps = NO_OPS  # a sequence of InNetworkOp is turned into one
     repeat: int = 1
     stride: int = 0
     period: int = 1
     span: np.ndarray | None = None  # int64 chunks moved per transfer (None: one each)
+
+    def __post_init__(self):
+        if not isinstance(self.innet, InNetworkOps):
+            object.__setattr__(self, "innet", InNetworkOps.of(self.innet))
 
     def chunks_at(self, chunks: np.ndarray, k: int) -> np.ndarray:
         """Chunk indices of repetition k."""
@@ -132,8 +227,8 @@ class Schedule:
     def nbytes_held(self) -> int:
         """Bytes held by the schedule's numpy arrays (what compactness is measured by)."""
         arrays = [a for s in self.steps for a in (s.src, s.dst, s.src_chunk, s.dst_chunk, s.op, s.span) if a is not None]
-        seen = {id(a): a for s in self.steps for o in s.innet for a in (o.inputs, o.outputs)}
-        arrays += list(seen.values())
+        arrays += [a for s in self.steps if s.innet for a in (s.innet.ends, s.innet.n_inputs, s.innet.n_outputs,
+                                                               s.innet.chunk, s.innet.op)]
         if self.chunkmap is not None:
             arrays += [a for a in (self.chunkmap.region, self.chunkmap.piece) if a is not None]
         return int(sum(a.nbytes for a in arrays))
@@ -166,7 +261,7 @@ def make_step(src, dst, src_chunk, dst_chunk, op, *, span=None, innet=(), repeat
         src_chunk=col(src_chunk, np.int64),
         dst_chunk=col(dst_chunk, np.int64),
         op=col(op, np.int8),
-        innet=tuple(innet),
+        innet=innet if isinstance(innet, InNetworkOps) else InNetworkOps.of(innet),
         repeat=int(repeat),
         stride=int(stride),
         period=int(period),
@@ -179,7 +274,7 @@ class StepTraffic:
     """What the engine times: one step's traffic in bytes, repeated `repeat` times.
 
     src/dst/nbytes: point-to-point transfers (src == dst are local copies, free on the fabric).
-    innet: (kind, inputs, outputs, nbytes) per in-network operation.
+    innet: the in-network operations (a sequence of (kind, inputs, outputs, nbytes) is turned into them).
     When `repeat > 1` every repetition moves the same bytes between the same ranks, so
     the engine may time it once (uneven chunk sizes are folded in as the largest chunk).
     active: (first, last) repetition in which each transfer, then each in-network operation, moves
@@ -190,6 +285,10 @@ class StepTraffic:
     src: np.ndarray
     dst: np.ndarray
     nbytes: np.ndarray  # float64 bytes per transfer
-    innet: tuple[tuple[str, np.ndarray, np.ndarray, float], ...] = ()
+    innet: InNetworkTraffic = NO_TRAFFIC
     repeat: int = 1
     active: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.innet, InNetworkTraffic):
+            object.__setattr__(self, "innet", InNetworkTraffic.of(self.innet))

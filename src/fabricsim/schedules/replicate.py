@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from fabricsim.errors import FabricsimError
-from fabricsim.schedules.model import InNetworkOp, Schedule, Step, rotate_chunks, rotate_ranks
+from fabricsim.schedules.model import InNetworkOps, Schedule, Step, rotate_chunks, rotate_ranks
 
 
 def _spread(ranks: np.ndarray, n: int, copies: int) -> np.ndarray:
@@ -35,9 +35,9 @@ def replicate(schedule: Schedule, copies: int) -> Schedule:
     n = schedule.nranks
     steps = []
     for st in schedule.steps:
-        innet = tuple(InNetworkOp(o.kind, (o.inputs + k * n).astype(np.int32), (o.outputs + k * n).astype(np.int32),
-                                  o.chunk, o.op)
-                      for k in range(copies) for o in st.innet)
+        ops = st.innet
+        innet = InNetworkOps(np.tile(ops.kind, copies), _spread(ops.ends, n, copies), np.tile(ops.n_inputs, copies),
+                             np.tile(ops.n_outputs, copies), np.tile(ops.chunk, copies), np.tile(ops.op, copies))
         steps.append(Step(src=_spread(st.src, n, copies), dst=_spread(st.dst, n, copies),
                           src_chunk=_tile(st.src_chunk, copies), dst_chunk=_tile(st.dst_chunk, copies),
                           op=_tile(st.op, copies), innet=innet, repeat=st.repeat, stride=st.stride, period=st.period,

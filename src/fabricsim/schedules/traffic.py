@@ -15,7 +15,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import layout
-from fabricsim.schedules.model import Schedule, Step, StepTraffic
+from fabricsim.schedules.model import InNetworkTraffic, Schedule, Step, StepTraffic
 from fabricsim.schedules.replicate import unroll
 
 _LOOP_LIMIT = 1 << 22  # transfers x repetitions walked one repetition at a time; beyond, use window sums
@@ -118,12 +118,12 @@ def traffic(schedule: Schedule, nbytes: int, elem_size: int) -> list[StepTraffic
             out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=total / schedule.rotations))
             continue
         total, _ = _per_transfer(step, cs, step.src_chunk, step.span)
-        op_chunks = np.array([o.chunk for o in step.innet], dtype=np.int64)
-        op_total = (_per_transfer(step, cs, op_chunks, None)[0] / step.repeat).tolist() if op_chunks.size else []
-        innet = [(o.kind, o.inputs, o.outputs, t) for o, t in zip(step.innet, op_total)]
-        chunks = np.concatenate([step.src_chunk, op_chunks])
+        ops = step.innet
+        op_total = _per_transfer(step, cs, ops.chunk, None)[0] / step.repeat if len(ops) else np.zeros(0)
+        innet = InNetworkTraffic(ops.kind, ops.ends, ops.n_inputs, ops.n_outputs, op_total)
+        chunks = np.concatenate([step.src_chunk, ops.chunk])
         active = _active_window(step, cs, chunks, step.span)
-        out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=total / step.repeat, innet=tuple(innet),
+        out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=total / step.repeat, innet=innet,
                                repeat=step.repeat, active=active))
     return out
 
@@ -145,10 +145,11 @@ def rank_traffic(schedule: Schedule, nbytes: int, elem_size: int) -> dict:
         sent += np.bincount(step.src[remote], weights=total[remote], minlength=n)
         received += np.bincount(step.dst[remote], weights=total[remote], minlength=n)
         if step.innet:
-            op_total = _per_transfer(step, cs, np.array([o.chunk for o in step.innet], dtype=np.int64), None)[0]
-            for o, t in zip(step.innet, op_total.tolist()):
-                np.add.at(innet_sent, o.inputs, t)
-                np.add.at(innet_received, o.outputs, t)
+            ops = step.innet
+            per_end = _per_transfer(step, cs, ops.chunk, None)[0][ops.owner]
+            inputs = ops.is_input
+            np.add.at(innet_sent, ops.ends[inputs], per_end[inputs])
+            np.add.at(innet_received, ops.ends[~inputs], per_end[~inputs])
     return {
         "sent": sent,
         "received": received,

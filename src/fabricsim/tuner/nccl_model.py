@@ -20,7 +20,7 @@ from fabricsim.tuner.nccl_system import system_from_topology
 from fabricsim.vocab import (NCCL_ALGO_NAMES, NCCL_PROTO_NAMES, NCCL_TUNED_ALGOS, REDUCING, parse_algorithms,
                              parse_protocols)
 
-__all__ = ["NcclSystem", "NcclChoice", "nccl_table", "nccl_predict", "system_from_topology", "ALGO_NAMES", "PROTO_NAMES"]
+__all__ = ["NcclSystem", "NcclChoice", "nccl_table", "nccl_times", "nccl_predict", "system_from_topology", "ALGO_NAMES", "PROTO_NAMES"]
 
 # fabricsim -> NCCL names of algorithms and protocols, and the algorithms the cost model prices per collective
 # (tuning.cc:292-304 skip list, NCCL_ALGO_* order): all in vocab.
@@ -196,6 +196,15 @@ def nccl_table(system: NcclSystem, collective: str) -> dict[tuple[str, str], tup
     """NCCL's tuning table for one collective, keyed by NCCL names ('Ring', 'LL'):
     (latency us, algorithm bandwidth GB/s) as NCCL_DEBUG_SUBSYS=TUNING prints it, None where disabled."""
     return dict(_table(system, _collective(collective)))
+
+
+def nccl_times(system: NcclSystem, collective: str, nbytes: int) -> dict[tuple[str, str], float]:
+    """NCCL's model's time (s) of one call of `nbytes` under every (algorithm, protocol) its default rules enable,
+    keyed by NCCL names ('Ring', 'LL'): the order NCCL's own tuner ranks them in."""
+    coll = _collective(collective)
+    n_channels = comm_channels(system, search_graphs(system))
+    return {k: _time_us(system, coll, k[0], k[1], v[0], v[1], nbytes, n_channels, 1) * 1e-6
+            for k, v in _table(system, coll) if v is not None}
 
 
 def _allowed(selection, names: dict[str, str], kind: str) -> set[str] | None:

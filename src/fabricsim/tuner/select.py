@@ -17,14 +17,15 @@ import numpy as np
 
 from fabricsim import schedules
 from fabricsim.engine import Job, simulate
+from fabricsim.engine.bound import least_time
 from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
 from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner import nccl_graph, nccl_model, nccl_versions
-from fabricsim.vocab import (ALGORITHMS, NCCL_ALGORITHMS_BY_COLLECTIVE, P2P_COLLECTIVES, PROTOCOLS, Selection,
-                             parse_algorithms, parse_protocols)
+from fabricsim.vocab import (ALGORITHMS, NCCL_ALGO_NAMES, NCCL_ALGORITHMS_BY_COLLECTIVE, NCCL_PROTO_NAMES,
+                             P2P_COLLECTIVES, PROTOCOLS, Selection, parse_algorithms, parse_protocols)
 
 # NCCL's algorithms per collective (src/device/generate.py algos_of_coll). AllToAll and SendRecv are NCCL
 # point-to-point operations: all pairs at once, through PXN on rail-optimised fabrics. Protocols other than
@@ -39,7 +40,7 @@ class Choice:
     algorithm: str
     protocol: str
     result: Result
-    table: tuple[tuple[str, str, float], ...]  # (algorithm, protocol, time_s) of every candidate, fastest first
+    table: tuple[tuple[str, str, float], ...]  # (algorithm, protocol, time_s) of every candidate timed, fastest first
     job: Job  # what the engine ran for the pick: schedule, channels, network p2p cap
 
     @property
@@ -108,8 +109,14 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
          algos: str | list[str] | Selection | None = None, protos: str | list[str] | Selection | None = None,
          level: str = "flow",
          library: str = "nccl", root: int = 0, nccl_version=None,
-         redop: str = "sum", dtype: str = "float", chunk_env: ChunkEnv | None = None) -> Choice:
-    """Time every candidate with the engine and return the fastest (ties: candidate order).
+         redop: str = "sum", dtype: str = "float", chunk_env: ChunkEnv | None = None,
+         prune: bool = True) -> Choice:
+    """Time the candidates with the engine and return the fastest (ties: candidate order).
+
+    Candidates are timed in the order NCCL's own model ranks them, and one whose lower bound (engine.bound.least_time:
+    NCCL's base and per-step latencies, its per-channel cap) exceeds the fastest time found is not timed: it cannot
+    be the pick, nor tie with it, so the pick and its figures are those of timing every candidate (`prune=False`,
+    whose `Choice.table` lists them all).
 
     `nccl_version` ('2.18.5', (2, 18), ...: tuner.nccl_versions.parse_version) selects the NCCL release whose
     rules apply (its algorithms, LL128 rule, channel counts, chunk sizes, point-to-point channels per network
@@ -138,18 +145,36 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
         raise FabricsimError(f"no algorithm applies to {collective} on these {len(ranks)} ranks of {topo.name}: "
                              "use more ranks or another collective")
     jobs: dict[str, Job] = {}  # one schedule, channel plan and network cap per algorithm, for all its protocols
-    timed = []
-    for algo, proto in pairs:
+    guess = _nccl_guess(topo, collective, nbytes, ranks, nccl_version) if prune else {}
+    queue = []
+    for i, (algo, proto) in enumerate(pairs):
         if algo not in jobs:
             jobs[algo] = plan_call(topo, collective, algo, proto, nbytes, ranks, elem_size=elem_size, root=root,
                                    nccl_version=nccl_version, structure=structure, chunk_env=chunk_env)
         job = replace(jobs[algo], protocol=proto)
-        res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=proto, level=level, ranks=job.ranks,
-                       channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
-        timed.append((res.time, algo, proto, res, job))
-    timed.sort(key=lambda t: t[0])
-    t, algo, proto, res, job = timed[0]
-    return Choice(algo, proto, res, tuple((a, p, tt) for tt, a, p, _, _ in timed), job)
+        bound = least_time(topo, job) if prune else 0.0
+        queue.append((guess.get((NCCL_ALGO_NAMES.get(algo, ""), NCCL_PROTO_NAMES[proto]), math.inf), bound, i, job))
+    queue.sort(key=lambda q: q[:3])  # NCCL's model's favourite first: the likely pick, whose time rules out the rest
+    timed: list[tuple[float, int, Result, Job]] = []
+    for _, bound, i, job in queue:
+        if prune and timed and (bound > timed[0][0] or least_time(topo, job, steps=True) > timed[0][0]):
+            continue  # slower than a time found, whatever the engine finds
+        res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=job.protocol, level=level,
+                       ranks=job.ranks, channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
+        timed.append((res.time, i, res, job))
+        timed.sort(key=lambda t: t[:2])  # ties: candidate order
+    _, i, res, job = timed[0]
+    table = tuple((*pairs[k], t) for t, k, _, _ in timed)
+    return Choice(pairs[i][0], pairs[i][1], res, table, job)
+
+
+def _nccl_guess(topo: Topology, collective: str, nbytes: int, ranks: np.ndarray,
+                nccl_version) -> dict[tuple[str, str], float]:
+    """NCCL's model's time per (NCCL algorithm, protocol) for this call, where it models the collective: the order
+    the tuner times its candidates in (any order gives the same pick; a good one rules out more)."""
+    if collective not in K.FUNCS or len(ranks) < 2:
+        return {}
+    return nccl_model.nccl_times(_nccl_system(topo, ranks.tobytes(), nccl_version), collective, max(int(nbytes), 1))
 
 
 def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, *,

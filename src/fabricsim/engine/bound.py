@@ -1,0 +1,40 @@
+"""Lower bounds on a collective's simulated time, found without routing or draining anything.
+
+A Result's time is its latency plus its bandwidth time (engine.assemble). The latency is NCCL's base latency,
+hop latencies that are never negative, and per schedule step the latency `price` gives it: for a step whose
+traffic has flows and no pipeline windows, a mean (a ring) or a maximum (other schedules) over its flows of path
+latency (never negative) + the protocol's per-step hop latency of the flow's hop class, so at least the least
+per-step hop latency of any class. The bandwidth time is at least the message over NCCL's per-channel cap. These
+come from NCCL's protocol constants, the channels and the schedule's traffic alone, so the tuner can rule out a
+candidate whose bound exceeds a time it has already found before timing it (NCCL's own tuner ranks by such a
+model first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fabricsim.engine import unit_cache
+from fabricsim.engine.call import Job, job_call
+from fabricsim.engine.plan import algbw_cap, call_chunks, call_model
+from fabricsim.topology.model import Topology
+
+ROUNDING_MARGIN = 1e-9  # relative: the step terms are summed in another order than the engine sums them
+
+
+def least_time(topo: Topology, job: Job, *, steps: bool = False) -> float:
+    """Seconds `simulate` takes at least for `job` (at any engine level, with no background traffic): NCCL's
+    base latency + the message over NCCL's per-channel cap, as engine.assemble adds them up; with `steps`, also
+    each schedule step's least per-step hop latency where the step is sure to pay one (its traffic at the unit
+    message, which the unit cache keeps and then times, has flows and no pipeline windows)."""
+    call = job_call(topo, job)
+    model = call_model(topo, call)
+    least = model.base_latency + call.nbytes / algbw_cap(model, call.channels, call_chunks(call, model))
+    if not steps or not unit_cache.by_unit(call):
+        return least
+    traffic = unit_cache.unit_traffic(topo, call)
+    hop = float(np.min(model.step_hop_latency))
+    paid = sum(st.repeat for st in traffic
+               if (call.algorithm == "ring" or st.active is None or st.repeat <= 1)
+               and (bool(((st.src != st.dst) & (st.nbytes > 0)).any()) or bool((st.innet.nbytes > 0).any())))
+    return (least + paid * hop) * (1 - ROUNDING_MARGIN) if paid * hop > 0 else least
