@@ -396,8 +396,12 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
         sched = rails + rails % 2
     elif algo == "collnet_chain":
         sched = rails
+    # NCCL runs at most MAXCHANNELS channels (src/include/device.h:91), its graph search's count doubled and
+    # clamped to it (src/graph/connect.cc:460 ncclTopoPostset: min(MAXCHANNELS, nChannels * 2)): a channel per NIC
+    # rail stops there (an NVL72 domain has 72 NICs; NCCL's channels leave on 64 of them).
+    sched = min(sched, K.MAXCHANNELS)
     channels = max(int(channels), sched)
-    return sched, channels + (-channels) % sched
+    return sched, min(channels + (-channels) % sched, K.MAXCHANNELS // sched * sched)
 
 
 def _nccl_system(topo: Topology, ranks_key: bytes, version=None) -> nccl_model.NcclSystem:
