@@ -35,7 +35,7 @@ class Limiter:
     per-channel bus bandwidth cap. Each is a lower bound on the
     bandwidth time; the limiter is the largest."""
 
-    kind: str  # 'links' | 'peer cap' | 'proxy' | 'channel cap'
+    kind: str  # 'links' | 'peer cap' | 'proxy' | 'channel cap' | 'memory' (a one-rank copy, tuner.one_rank)
     rate: float  # bytes/s: the bottleneck link's effective capacity, the cap per network transfer, or the algbw cap
     time: float  # s: the bandwidth time this limiter alone imposes
     source: str  # where the figure comes from

@@ -23,7 +23,7 @@ from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.model import Topology
 from fabricsim.engine import nccl_constants as K
-from fabricsim.tuner import nccl_graph, nccl_model, nccl_versions
+from fabricsim.tuner import nccl_graph, nccl_model, nccl_versions, one_rank
 from fabricsim.vocab import (ALGORITHMS, NCCL_ALGO_NAMES, NCCL_ALGORITHMS_BY_COLLECTIVE, NCCL_PROTO_NAMES,
                              P2P_COLLECTIVES, PROTOCOLS, Selection, parse_algorithms, parse_protocols)
 
@@ -125,6 +125,8 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     NCCL_NVLS_CHUNKSIZE / NCCL_NVLSTREE_MAX_CHUNKSIZE / NCCL_P2P_NET_CHUNKSIZE the run set (None: NCCL's sizes)."""
     ranks = np.arange(topo.n_gpus, dtype=np.int32) if ranks is None else np.asarray(ranks, dtype=np.int32)
     algos, protos = parse_algorithms(algos, collective), parse_protocols(protos, collective)
+    if ranks.size == 1:  # NCCL copies the buffer before choosing an algorithm, whatever NCCL_ALGO says (one_rank)
+        return _one_rank(topo, collective, nbytes, ranks, elem_size, level)
     structure = schedules.structure_from_topology(topo, ranks)
     # A forced list may name any fabricsim schedule; an exclusion ('^nvls') narrows the library's own candidates.
     forced = algos is not None and not algos.exclude
@@ -175,6 +177,14 @@ def _nccl_guess(topo: Topology, collective: str, nbytes: int, ranks: np.ndarray,
     if collective not in K.FUNCS or len(ranks) < 2:
         return {}
     return nccl_model.nccl_times(_nccl_system(topo, ranks.tobytes(), nccl_version), collective, max(int(nbytes), 1))
+
+
+def _one_rank(topo: Topology, collective: str, nbytes: int, ranks: np.ndarray, elem_size: int, level: str) -> Choice:
+    """The pick for a one-rank communicator: NCCL's local copy (tuner.one_rank), no channel, no protocol."""
+    res = one_rank.result(topo, collective, nbytes, int(ranks[0]), level)
+    schedule = schedules.Schedule(collective, one_rank.ALGORITHM, 1, 1, ())
+    job = Job(schedule, nbytes, ranks, elem_size, one_rank.PROTOCOL, one_rank.CHANNELS)
+    return Choice(one_rank.ALGORITHM, one_rank.PROTOCOL, res, ((one_rank.ALGORITHM, one_rank.PROTOCOL, res.time),), job)
 
 
 def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, *,
@@ -386,8 +396,12 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
         sched = rails + rails % 2
     elif algo == "collnet_chain":
         sched = rails
+    # NCCL runs at most MAXCHANNELS channels (src/include/device.h:91), its graph search's count doubled and
+    # clamped to it (src/graph/connect.cc:460 ncclTopoPostset: min(MAXCHANNELS, nChannels * 2)): a channel per NIC
+    # rail stops there (an NVL72 domain has 72 NICs; NCCL's channels leave on 64 of them).
+    sched = min(sched, K.MAXCHANNELS)
     channels = max(int(channels), sched)
-    return sched, channels + (-channels) % sched
+    return sched, min(channels + (-channels) % sched, K.MAXCHANNELS // sched * sched)
 
 
 def _nccl_system(topo: Topology, ranks_key: bytes, version=None) -> nccl_model.NcclSystem:
