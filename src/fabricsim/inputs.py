@@ -41,12 +41,39 @@ def _yaml_loader():
     import yaml
 
     class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-        pass
+        def construct_mapping(self, node, deep=False):
+            _check_unique_keys(self, node)
+            return super().construct_mapping(node, deep=deep)
 
     Loader.add_implicit_resolver("tag:yaml.org,2002:float",
                                  re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
                                  list("-+0123456789."))
     return Loader
+
+
+class _DuplicateKey(Exception):
+    """A mapping names one key twice (PyYAML keeps the last silently); parse_yaml words it with the file."""
+
+    def __init__(self, key: object, first: int, second: int):
+        super().__init__(key, first, second)
+        self.key, self.first, self.second = key, first, second
+
+
+def _check_unique_keys(loader, node) -> None:
+    """Raise _DuplicateKey where the mapping `node` names a key twice (merge keys '<<' may override: YAML's rule)."""
+    import yaml
+
+    seen: dict[object, int] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key, line = loader.construct_object(key_node), key_node.start_mark.line + 1
+        try:
+            if key in seen:
+                raise _DuplicateKey(key, seen[key], line)
+            seen[key] = line
+        except TypeError:  # an unhashable key: the schema rejects it
+            continue
 
 
 def parse_yaml(text: str, where: str) -> object:
@@ -60,6 +87,9 @@ def parse_yaml(text: str, where: str) -> object:
         line = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise FabricsimError(f"{where}{line}: malformed YAML ({problem}): fix the syntax there") from None
+    except _DuplicateKey as dup:
+        raise FabricsimError(f"key {dup.key!r} appears twice (lines {dup.first} and {dup.second}) in {where}: "
+                             "keep one") from None
     except RecursionError:
         raise FabricsimError(f"{where}: the YAML nests too deeply to read: a fabricsim input is a flat mapping "
                              "of fields") from None

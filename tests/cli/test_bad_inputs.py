@@ -123,3 +123,33 @@ def test_a_compare_row_timed_1e308_is_skipped_like_inf(tmp_path, time):
     run = fabricsim("compare", write(tmp_path, "t.log", LOG.replace("TIME", time)), "--cluster", "dgx-h100")
     assert run.returncode == 0, run.stderr
     assert "# rows 2:" in run.stdout and "# skipped size 2097152 B: " in run.stdout
+
+
+# Every YAML input names a key twice -> one error naming the key, both lines and the file (PyYAML keeps the last).
+DUPLICATES = {
+    "cluster": ("c.yaml", CLUSTER.replace("nodes: 2\n", "nodes: 2\nfabric: ib-ndr\nnodes: 4\n", 1), "nodes",
+                lambda p: ("perf", "all_reduce", "--cluster", p)),
+    "model": ("m.yaml", MODEL + "layers: 4\n", "layers",
+              lambda p: ("train", "--model", p, "--cluster", "dgx-h100", "--gpus", "8")),
+    "sweep": ("s.yaml", "cluster: dgx-h100\naxes:\n  nodes: [1, 2]\n  nodes: [4]\n", "nodes", lambda p: ("sweep", p)),
+    "jobs": ("j.yaml", "cluster: dgx-h100\ncluster: dgx-a100\njobs: []\n", "cluster", lambda p: ("jobs", p)),
+    "run": ("r.yaml", "model: llama3-8b\ncluster: dgx-h100\ngpus: 8\ngpus: 16\n", "gpus", lambda p: ("train", "--run", p)),
+}
+
+
+@pytest.mark.parametrize("kind", DUPLICATES)
+def test_a_key_named_twice_is_refused(tmp_path, kind):
+    name, text, key, args = DUPLICATES[kind]
+    path = write(tmp_path, name, text)
+    lines = [i + 1 for i, line in enumerate(text.splitlines()) if line.strip().startswith(f"{key}:")]
+    assert len(lines) == 2
+    msg = one_error(fabricsim(*args(path)))
+    assert msg == f"key '{key}' appears twice (lines {lines[0]} and {lines[1]}) in {path}: keep one"
+
+
+def test_a_key_named_twice_through_the_console_script(tmp_path):
+    name, text, key, args = DUPLICATES["cluster"]
+    path = write(tmp_path, name, text)
+    done = process(*args(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"key '{key}' appears twice" in done.stderr and done.stdout == ""
