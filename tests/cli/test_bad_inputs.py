@@ -153,3 +153,15 @@ def test_a_key_named_twice_through_the_console_script(tmp_path):
     done = process(*args(path))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"key '{key}' appears twice" in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize("name", ["nope.yaml", "nope.yml", "nope.json", "sub/nope"])
+def test_a_model_path_that_does_not_exist(tmp_path, name):
+    path = str(tmp_path / name)
+    msg = one_error(fabricsim("train", "--model", path, "--cluster", "dgx-h100", "--gpus", "8"))
+    assert msg.startswith(f"model file {path} does not exist: check the path, or use a built-in model: gpt3-175b, ")
+
+
+def test_an_unknown_model_name_is_still_a_name():
+    msg = one_error(fabricsim("train", "--model", "llama9", "--cluster", "dgx-h100", "--gpus", "8"))
+    assert msg.startswith("unknown model 'llama9': use a built-in (")
