@@ -165,3 +165,9 @@ def test_a_model_path_that_does_not_exist(tmp_path, name):
 def test_an_unknown_model_name_is_still_a_name():
     msg = one_error(fabricsim("train", "--model", "llama9", "--cluster", "dgx-h100", "--gpus", "8"))
     assert msg.startswith("unknown model 'llama9': use a built-in (")
+
+
+def test_tp_beyond_the_nvlink_domain_offers_only_fixes_the_cli_has():
+    msg = one_error(fabricsim("train", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--tp", "16"))
+    assert msg == ("tp=16 does not fit in the 8-GPU NVLink domain, so TP traffic would cross the scale-out network: "
+                   "use a tp that divides 8 (1, 2, 4 or 8) and spread the other GPUs over pp and dp")

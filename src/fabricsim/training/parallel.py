@@ -154,7 +154,8 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
     if par.tp > 1 and not par.allow_tp_spill and (par.tp > gpus_per_domain or gpus_per_domain % par.tp):
         raise FabricsimError(
             f"tp={par.tp} does not fit in the {gpus_per_domain}-GPU NVLink domain, so TP traffic would cross the scale-out network: "
-            f"use tp <= {gpus_per_domain} dividing it, or allow TP spill explicitly")
+            f"use a tp that divides {gpus_per_domain} ({_or(d for d in range(1, gpus_per_domain + 1) if gpus_per_domain % d == 0)}) "
+            "and spread the other GPUs over pp and dp")
     if hbm_bytes is not None:
         need = memory_breakdown(model, par)
         if need.total > hbm_bytes:
@@ -325,3 +326,9 @@ def pp_pairs(par: Parallelism) -> np.ndarray:
     nxt = np.roll(g, -1, axis=0)
     stages = par.pp if par.vp > 1 and par.pp > 1 else par.pp - 1
     return np.stack([g[:stages].ravel(), nxt[:stages].ravel()], axis=1)
+
+
+def _or(values) -> str:
+    """'1, 2, 4 or 8'."""
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
