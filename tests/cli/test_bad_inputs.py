@@ -171,3 +171,18 @@ def test_tp_beyond_the_nvlink_domain_offers_only_fixes_the_cli_has():
     msg = one_error(fabricsim("train", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--tp", "16"))
     assert msg == ("tp=16 does not fit in the 8-GPU NVLink domain, so TP traffic would cross the scale-out network: "
                    "use a tp that divides 8 (1, 2, 4 or 8) and spread the other GPUs over pp and dp")
+
+
+@pytest.mark.parametrize("algo", ["recursive_doubling", "rabenseifner", "hierarchical"])
+def test_a_forced_algorithm_nccl_does_not_implement_gets_a_note(algo):
+    run = fabricsim("perf", "all_reduce", "--cluster", "dgx-h100", "--nodes", "2", "--algo", algo, "-b", "1M", "-e", "1M")
+    assert run.returncode == 0 and algo in run.stdout
+    assert run.stderr == (f"note: NCCL does not implement {algo} for all_reduce (it runs ring, tree, nvls, nvls_tree, "
+                          f"collnet_direct, collnet_chain), so the {algo} rows are fabricsim's own schedule, which no "
+                          "NCCL run would show\n")
+
+
+def test_forcing_algorithms_nccl_runs_gets_no_note():
+    run = fabricsim("perf", "all_reduce", "--cluster", "dgx-h100", "--nodes", "2", "--algo", "ring,tree", "-b", "1M",
+                    "-e", "1M")
+    assert run.returncode == 0 and run.stderr == ""
