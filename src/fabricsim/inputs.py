@@ -258,7 +258,9 @@ def _member(info, value):
         tag_field = getattr(t, "tag_field", None)
         if tag_field is not None and isinstance(value, dict) and value.get(tag_field) == t.tag:
             return t
-    return next((t for t in types if _fields(t) or hasattr(t, "value_type") or hasattr(t, "item_type")), info)
+    if isinstance(value, dict):  # a mapping was checked against the union's struct or dict member, a list against its list
+        return next((t for t in map(_plain, types) if _fields(t) or hasattr(t, "value_type")), info)
+    return next((t for t in map(_plain, types) if hasattr(t, "item_type")), info)
 
 
 def _explain(message: str, data: dict, info, hint: str) -> str:

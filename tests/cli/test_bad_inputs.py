@@ -186,3 +186,27 @@ def test_forcing_algorithms_nccl_runs_gets_no_note():
     run = fabricsim("perf", "all_reduce", "--cluster", "dgx-h100", "--nodes", "2", "--algo", "ring,tree", "-b", "1M",
                     "-e", "1M")
     assert run.returncode == 0 and run.stderr == ""
+
+
+SWEEP = "cluster: dgx-h100\naxes:\n  cluster.nodes: [1, 2]\nperf:\n  collective: all_reduce\n  sizes: [1M]\n"
+
+
+def test_a_size_factor_of_one_says_what_it_must_be(tmp_path):
+    path = write(tmp_path, "s.yaml", "cluster: dgx-h100\nperf:\n  collective: all_reduce\n  sizes: {min: 1M, max: 1G, factor: 1}\n")
+    assert one_error(fabricsim("sweep", path)) == f"{path}: field 'perf.sizes.factor' is 1: it must be a number > 1 or null"
+
+
+def test_an_axis_error_names_the_item(tmp_path):
+    path = write(tmp_path, "s.yaml", SWEEP.replace("[1, 2]", "[1, 0]"))
+    msg = one_error(fabricsim("sweep", path))
+    assert msg.startswith(f"{path}: axis 'cluster.nodes' (item 2): cluster.nodes 0: it must be a whole number from 1")
+
+
+def test_a_results_file_of_another_suffix_is_refused(tmp_path):
+    path = write(tmp_path, "s.yaml", SWEEP)
+    out = tmp_path / "s.txt"
+    assert one_error(fabricsim("sweep", path, "-o", str(out))) == (
+        f"results file {out}: suffix '.txt' is no results format: name it .parquet or .csv (the formats fabricsim "
+        "writes), or pass --format")
+    assert not out.exists()
+    assert fabricsim("sweep", path, "-o", str(tmp_path / "s.results"), "--format", "csv").returncode == 0
