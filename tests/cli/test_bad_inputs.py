@@ -210,3 +210,12 @@ def test_a_results_file_of_another_suffix_is_refused(tmp_path):
         "writes), or pass --format")
     assert not out.exists()
     assert fabricsim("sweep", path, "-o", str(tmp_path / "s.results"), "--format", "csv").returncode == 0
+
+
+def test_every_gpu_count_that_cannot_run_gets_its_own_reason():
+    msg = one_error(fabricsim("train", "--model", "llama3-405b", "--cluster", "dgx-h100", "--gpus", "8,64"))
+    assert msg.startswith("8 GPUs: no Megatron layout of llama3-405b fits 8 GPUs")
+    assert "; 64 GPUs: no Megatron layout of llama3-405b fits 64 GPUs" in msg
+    assert "zero 3" not in msg  # each closest layout has dp = 1: ZeRO has nothing to shard over
+    assert "raise tp/pp or use more recompute (--recompute full or a module list)" in msg
+

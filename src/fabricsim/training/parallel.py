@@ -159,7 +159,7 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
     if hbm_bytes is not None:
         need = memory_breakdown(model, par)
         if need.total > hbm_bytes:
-            raise FabricsimError(over_hbm(need, hbm_bytes))
+            raise FabricsimError(over_hbm(need, hbm_bytes, par))
 
 
 
@@ -173,11 +173,20 @@ def check_recompute(spec: str) -> None:
                              f"list of Megatron recompute modules ({', '.join(RECOMPUTE_MODULES)})")
 
 
-def over_hbm(need, hbm_bytes: float) -> str:
-    """The message for a layout whose memory estimate exceeds the GPU's HBM."""
+def over_hbm(need, hbm_bytes: float, par: Parallelism | None = None) -> str:
+    """The message for a layout whose memory estimate exceeds the GPU's HBM, with the fixes that apply to `par`:
+    ZeRO shards over the data-parallel ranks (dp x cp), so it helps only where there are several; full recompute
+    and a smaller micro-batch only where the layout does not have them already."""
+    fixes = ["raise tp/pp"]
+    if par is None or (par.dp * par.cp > 1 and par.zero < 3):
+        fixes.append("use zero 3")
+    if par is None or par.recompute != "full":
+        fixes.append("use more recompute (--recompute full or a module list)")
+    if par is None or par.micro_batch > 1:
+        fixes.append("lower micro_batch")
+    said = fixes[0] if len(fixes) == 1 else f"{', '.join(fixes[:-1])} or {fixes[-1]}"
     return (f"the layout needs about {need.total / 1e9:.1f} GB per GPU but the GPU has {hbm_bytes / 1e9:.1f} GB "
-            f"({(need.total - hbm_bytes) / 1e9:.1f} GB over; {need.text()}): raise tp/pp, use zero 3 or more recompute "
-            "(--recompute full or a module list), or lower micro_batch")
+            f"({(need.total - hbm_bytes) / 1e9:.1f} GB over; {need.text()}): {said}")
 
 
 def stage_layers(model: ModelSpec, par: Parallelism) -> int:
