@@ -98,11 +98,20 @@ def parse_yaml(text: str, where: str) -> object:
 
 
 def parse_json(text: str, where: str) -> object:
-    """Plain data of one JSON document (NaN / Infinity tokens read as floats, for the schema to reject)."""
+    """Plain data of one JSON document (NaN / Infinity tokens read as floats, for the schema to reject); a key named
+    twice in one object is an error (json keeps the last silently)."""
     import json
 
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for key, value in pairs:
+            if key in out:
+                raise FabricsimError(f"key {key!r} appears twice in one object in {where}: keep one")
+            out[key] = value
+        return out
+
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique)
     except json.JSONDecodeError as err:
         raise FabricsimError(f"{where}: not valid JSON ({err.msg} at column {err.colno}): "
                              "fix the syntax there") from None

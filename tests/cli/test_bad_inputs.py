@@ -219,3 +219,8 @@ def test_every_gpu_count_that_cannot_run_gets_its_own_reason():
     assert "zero 3" not in msg  # each closest layout has dp = 1: ZeRO has nothing to shard over
     assert "raise tp/pp or use more recompute (--recompute full or a module list)" in msg
 
+
+
+def test_a_key_named_twice_in_a_json_sweep_file(tmp_path):
+    path = write(tmp_path, "s.json", '{"cluster": "dgx-h100", "cluster": "dgx-a100", "perf": {"collective": "all_reduce"}}')
+    assert one_error(fabricsim("sweep", path)) == f"key 'cluster' appears twice in one object in {path}: keep one"
