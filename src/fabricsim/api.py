@@ -553,8 +553,11 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
         raise FabricsimError(f"unknown placement '{placement}': use 'out' (out-of-place columns) or 'in' (in-place)")
     from fabricsim.reports.nccltests_log import parse_nccl_tests
 
-    text = None if isinstance(log, ParsedLog) else report.log_text(log)
-    parsed = log if isinstance(log, ParsedLog) else parse_nccl_tests(text or "")
+    if isinstance(log, ParsedLog):
+        text, parsed = None, log
+    else:
+        text = report.log_text(log)
+        parsed = parse_nccl_tests(text)
     coll = report.log_collective(parsed, collective, tuple(COLLECTIVES))
     version = nccl_version if nccl_version is not None else parsed.nccl_version
     rel = release(version)

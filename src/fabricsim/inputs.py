@@ -67,13 +67,10 @@ def _check_unique_keys(loader, node) -> None:
     for key_node, _ in node.value:
         if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
             continue
-        key, line = loader.construct_object(key_node), key_node.start_mark.line + 1
-        try:
-            if key in seen:
-                raise _DuplicateKey(key, seen[key], line)
-            seen[key] = line
-        except TypeError:  # an unhashable key: the schema rejects it
-            continue
+        key, line = loader.construct_object(key_node), key_node.start_mark.line + 1  # a scalar: hashable
+        if key in seen:
+            raise _DuplicateKey(key, seen[key], line)
+        seen[key] = line
 
 
 def parse_yaml(text: str, where: str) -> object:

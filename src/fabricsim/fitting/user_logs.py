@@ -54,7 +54,6 @@ def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mappi
     return case, hashlib.sha256(data).hexdigest(), spec
 
 
-
 def _check_hardware(text: str, spec: ClusterSpec, ranks: tuple[int, ...], cluster: str, gpus: int | None) -> None:
     """Refuse a log the cluster did not run, as `compare` does: other GPUs than the cluster's (a fit would write
     parameters measured on another GPU), or fewer ranks than the cluster has GPUs unless --gpus says so."""
