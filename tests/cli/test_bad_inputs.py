@@ -224,3 +224,9 @@ def test_every_gpu_count_that_cannot_run_gets_its_own_reason():
 def test_a_key_named_twice_in_a_json_sweep_file(tmp_path):
     path = write(tmp_path, "s.json", '{"cluster": "dgx-h100", "cluster": "dgx-a100", "perf": {"collective": "all_reduce"}}')
     assert one_error(fabricsim("sweep", path)) == f"key 'cluster' appears twice in one object in {path}: keep one"
+
+
+def test_a_run_file_option_named_twice_with_dash_and_underscore(tmp_path):
+    path = write(tmp_path, "r.yaml", "model: llama3-8b\ncluster: dgx-h100\ngpus: 8\nglobal_batch: 64\nglobal-batch: 128\n")
+    assert one_error(fabricsim("train", "--run", path)) == (
+        f"{path}: 'global-batch' and 'global_batch' name the same option: keep one")

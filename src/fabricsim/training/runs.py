@@ -70,6 +70,9 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise FabricsimError(f"{p}: a run file must be a mapping of option names to values, e.g. 'tp: 8'")
     options = {k.replace("-", "_"): v for k, v in data.items()}
+    if len(options) < len(data):  # 'global-batch' and 'global_batch' name one option
+        same = next([a, b] for a in data for b in data if a < b and a.replace("-", "_") == b.replace("-", "_"))
+        raise FabricsimError(f"{p}: '{same[0]}' and '{same[1]}' name the same option: keep one")
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise FabricsimError(f"{p}: unknown option(s) {', '.join(unknown)}: use some of {', '.join(OPTIONS)}")
