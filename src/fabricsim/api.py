@@ -551,7 +551,13 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
 
     if placement not in ("out", "in"):
         raise FabricsimError(f"unknown placement '{placement}': use 'out' (out-of-place columns) or 'in' (in-place)")
-    parsed = log if isinstance(log, ParsedLog) else report.read_log(log)
+    from fabricsim.reports.nccltests_log import parse_nccl_tests
+
+    if isinstance(log, ParsedLog):
+        text, parsed = None, log
+    else:
+        text = report.log_text(log)
+        parsed = parse_nccl_tests(text)
     coll = report.log_collective(parsed, collective, tuple(COLLECTIVES))
     version = nccl_version if nccl_version is not None else parsed.nccl_version
     rel = release(version)
@@ -563,6 +569,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
                               library="nccl")
     algos, protos = _names(algo, "algo", coll), _names(proto, "proto", coll)
     notes = forced_notes(c.topology, c.ranks, coll, algos) + _fault_notes(c, cost_model)
+    notes += gpu_notes(text, c.spec.gpu, c.name) if text is not None else []
     kept, skipped = report.comparable(parsed.rows, placement)
     done = [0]
 
@@ -585,6 +592,16 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
             "level": level_run or None, "nccl": rel.label,
             "faults": list(c.faults.lines) if c.faults is not None else None}
     return CompareResult(tuple(rows), report.summarize(rows), tuple(skipped), meta, tuple(notes))
+
+
+def gpu_notes(text: str, gpu: str, cluster: str) -> list[str]:
+    """A note where the log's device lines name another GPU than the cluster's `gpu` (compare and doctor go on;
+    calibrate stops: it would write parameters fitted to another GPU)."""
+    from fabricsim.importers.nccl_log import device_names
+    from fabricsim.reports.compare import gpu_mismatch
+
+    other = gpu_mismatch(device_names(text), gpu, cluster)
+    return [] if other is None else [f"{other}: the prediction is for {cluster}'s GPUs; give the cluster the log ran on"]
 
 
 def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None = None, *,

@@ -41,12 +41,36 @@ def _yaml_loader():
     import yaml
 
     class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-        pass
+        def construct_mapping(self, node, deep=False):
+            _check_unique_keys(self, node)
+            return super().construct_mapping(node, deep=deep)
 
     Loader.add_implicit_resolver("tag:yaml.org,2002:float",
                                  re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
                                  list("-+0123456789."))
     return Loader
+
+
+class _DuplicateKey(Exception):
+    """A mapping names one key twice (PyYAML keeps the last silently); parse_yaml words it with the file."""
+
+    def __init__(self, key: object, first: int, second: int):
+        super().__init__(key, first, second)
+        self.key, self.first, self.second = key, first, second
+
+
+def _check_unique_keys(loader, node) -> None:
+    """Raise _DuplicateKey where the mapping `node` names a key twice (merge keys '<<' may override: YAML's rule)."""
+    import yaml
+
+    seen: dict[object, int] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key, line = loader.construct_object(key_node), key_node.start_mark.line + 1  # a scalar: hashable
+        if key in seen:
+            raise _DuplicateKey(key, seen[key], line)
+        seen[key] = line
 
 
 def parse_yaml(text: str, where: str) -> object:
@@ -60,6 +84,9 @@ def parse_yaml(text: str, where: str) -> object:
         line = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise FabricsimError(f"{where}{line}: malformed YAML ({problem}): fix the syntax there") from None
+    except _DuplicateKey as dup:
+        raise FabricsimError(f"key {dup.key!r} appears twice (lines {dup.first} and {dup.second}) in {where}: "
+                             "keep one") from None
     except RecursionError:
         raise FabricsimError(f"{where}: the YAML nests too deeply to read: a fabricsim input is a flat mapping "
                              "of fields") from None
@@ -68,11 +95,20 @@ def parse_yaml(text: str, where: str) -> object:
 
 
 def parse_json(text: str, where: str) -> object:
-    """Plain data of one JSON document (NaN / Infinity tokens read as floats, for the schema to reject)."""
+    """Plain data of one JSON document (NaN / Infinity tokens read as floats, for the schema to reject); a key named
+    twice in one object is an error (json keeps the last silently)."""
     import json
 
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for key, value in pairs:
+            if key in out:
+                raise FabricsimError(f"key {key!r} appears twice in one object in {where}: keep one")
+            out[key] = value
+        return out
+
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique)
     except json.JSONDecodeError as err:
         raise FabricsimError(f"{where}: not valid JSON ({err.msg} at column {err.colno}): "
                              "fix the syntax there") from None
@@ -228,7 +264,9 @@ def _member(info, value):
         tag_field = getattr(t, "tag_field", None)
         if tag_field is not None and isinstance(value, dict) and value.get(tag_field) == t.tag:
             return t
-    return next((t for t in types if _fields(t) or hasattr(t, "value_type") or hasattr(t, "item_type")), info)
+    if isinstance(value, dict):  # a mapping was checked against the union's struct or dict member, a list against its list
+        return next((t for t in map(_plain, types) if _fields(t) or hasattr(t, "value_type")), info)
+    return next((t for t in map(_plain, types) if hasattr(t, "item_type")), info)
 
 
 def _explain(message: str, data: dict, info, hint: str) -> str:

@@ -123,3 +123,110 @@ def test_a_compare_row_timed_1e308_is_skipped_like_inf(tmp_path, time):
     run = fabricsim("compare", write(tmp_path, "t.log", LOG.replace("TIME", time)), "--cluster", "dgx-h100")
     assert run.returncode == 0, run.stderr
     assert "# rows 2:" in run.stdout and "# skipped size 2097152 B: " in run.stdout
+
+
+# Every YAML input names a key twice -> one error naming the key, both lines and the file (PyYAML keeps the last).
+DUPLICATES = {
+    "cluster": ("c.yaml", CLUSTER.replace("nodes: 2\n", "nodes: 2\nfabric: ib-ndr\nnodes: 4\n", 1), "nodes",
+                lambda p: ("perf", "all_reduce", "--cluster", p)),
+    "model": ("m.yaml", MODEL + "layers: 4\n", "layers",
+              lambda p: ("train", "--model", p, "--cluster", "dgx-h100", "--gpus", "8")),
+    "sweep": ("s.yaml", "cluster: dgx-h100\naxes:\n  nodes: [1, 2]\n  nodes: [4]\n", "nodes", lambda p: ("sweep", p)),
+    "jobs": ("j.yaml", "cluster: dgx-h100\ncluster: dgx-a100\njobs: []\n", "cluster", lambda p: ("jobs", p)),
+    "run": ("r.yaml", "model: llama3-8b\ncluster: dgx-h100\ngpus: 8\ngpus: 16\n", "gpus", lambda p: ("train", "--run", p)),
+}
+
+
+@pytest.mark.parametrize("kind", DUPLICATES)
+def test_a_key_named_twice_is_refused(tmp_path, kind):
+    name, text, key, args = DUPLICATES[kind]
+    path = write(tmp_path, name, text)
+    lines = [i + 1 for i, line in enumerate(text.splitlines()) if line.strip().startswith(f"{key}:")]
+    assert len(lines) == 2
+    msg = one_error(fabricsim(*args(path)))
+    assert msg == f"key '{key}' appears twice (lines {lines[0]} and {lines[1]}) in {path}: keep one"
+
+
+def test_a_key_named_twice_through_the_console_script(tmp_path):
+    name, text, key, args = DUPLICATES["cluster"]
+    path = write(tmp_path, name, text)
+    done = process(*args(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"key '{key}' appears twice" in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize("name", ["nope.yaml", "nope.yml", "nope.json", "sub/nope"])
+def test_a_model_path_that_does_not_exist(tmp_path, name):
+    path = str(tmp_path / name)
+    msg = one_error(fabricsim("train", "--model", path, "--cluster", "dgx-h100", "--gpus", "8"))
+    assert msg.startswith(f"model file {path} does not exist: check the path, or use a built-in model: gpt3-175b, ")
+
+
+def test_an_unknown_model_name_is_still_a_name():
+    msg = one_error(fabricsim("train", "--model", "llama9", "--cluster", "dgx-h100", "--gpus", "8"))
+    assert msg.startswith("unknown model 'llama9': use a built-in (")
+
+
+def test_tp_beyond_the_nvlink_domain_offers_only_fixes_the_cli_has():
+    msg = one_error(fabricsim("train", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "16", "--tp", "16"))
+    assert msg == ("tp=16 does not fit in the 8-GPU NVLink domain, so TP traffic would cross the scale-out network: "
+                   "use a tp that divides 8 (1, 2, 4 or 8) and spread the other GPUs over pp and dp")
+
+
+@pytest.mark.parametrize("algo", ["recursive_doubling", "rabenseifner", "hierarchical"])
+def test_a_forced_algorithm_nccl_does_not_implement_gets_a_note(algo):
+    run = fabricsim("perf", "all_reduce", "--cluster", "dgx-h100", "--nodes", "2", "--algo", algo, "-b", "1M", "-e", "1M")
+    assert run.returncode == 0 and algo in run.stdout
+    assert run.stderr == (f"note: NCCL does not implement {algo} for all_reduce (it runs ring, tree, nvls, nvls_tree, "
+                          f"collnet_direct, collnet_chain), so the {algo} rows are fabricsim's own schedule, which no "
+                          "NCCL run would show\n")
+
+
+def test_forcing_algorithms_nccl_runs_gets_no_note():
+    run = fabricsim("perf", "all_reduce", "--cluster", "dgx-h100", "--nodes", "2", "--algo", "ring,tree", "-b", "1M",
+                    "-e", "1M")
+    assert run.returncode == 0 and run.stderr == ""
+
+
+SWEEP = "cluster: dgx-h100\naxes:\n  cluster.nodes: [1, 2]\nperf:\n  collective: all_reduce\n  sizes: [1M]\n"
+
+
+def test_a_size_factor_of_one_says_what_it_must_be(tmp_path):
+    path = write(tmp_path, "s.yaml", "cluster: dgx-h100\nperf:\n  collective: all_reduce\n  sizes: {min: 1M, max: 1G, factor: 1}\n")
+    assert one_error(fabricsim("sweep", path)) == f"{path}: field 'perf.sizes.factor' is 1: it must be a number > 1 or null"
+
+
+def test_an_axis_error_names_the_item(tmp_path):
+    path = write(tmp_path, "s.yaml", SWEEP.replace("[1, 2]", "[1, 0]"))
+    msg = one_error(fabricsim("sweep", path))
+    assert msg.startswith(f"{path}: axis 'cluster.nodes' (item 2): cluster.nodes 0: it must be a whole number from 1")
+
+
+def test_a_results_file_of_another_suffix_is_refused(tmp_path):
+    path = write(tmp_path, "s.yaml", SWEEP)
+    out = tmp_path / "s.txt"
+    assert one_error(fabricsim("sweep", path, "-o", str(out))) == (
+        f"results file {out}: suffix '.txt' is no results format: name it .parquet or .csv (the formats fabricsim "
+        "writes), or pass --format")
+    assert not out.exists()
+    assert fabricsim("sweep", path, "-o", str(tmp_path / "s.results"), "--format", "csv").returncode == 0
+
+
+def test_every_gpu_count_that_cannot_run_gets_its_own_reason():
+    msg = one_error(fabricsim("train", "--model", "llama3-405b", "--cluster", "dgx-h100", "--gpus", "8,64"))
+    assert msg.startswith("8 GPUs: no Megatron layout of llama3-405b fits 8 GPUs")
+    assert "; 64 GPUs: no Megatron layout of llama3-405b fits 64 GPUs" in msg
+    assert "zero 3" not in msg  # each closest layout has dp = 1: ZeRO has nothing to shard over
+    assert "raise tp/pp or use more recompute (--recompute full or a module list)" in msg
+
+
+
+def test_a_key_named_twice_in_a_json_sweep_file(tmp_path):
+    path = write(tmp_path, "s.json", '{"cluster": "dgx-h100", "cluster": "dgx-a100", "perf": {"collective": "all_reduce"}}')
+    assert one_error(fabricsim("sweep", path)) == f"key 'cluster' appears twice in one object in {path}: keep one"
+
+
+def test_a_run_file_option_named_twice_with_dash_and_underscore(tmp_path):
+    path = write(tmp_path, "r.yaml", "model: llama3-8b\ncluster: dgx-h100\ngpus: 8\nglobal_batch: 64\nglobal-batch: 128\n")
+    assert one_error(fabricsim("train", "--run", path)) == (
+        f"{path}: 'global-batch' and 'global_batch' name the same option: keep one")

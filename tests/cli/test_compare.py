@@ -118,7 +118,7 @@ def test_bad_input_is_one_line_error(args, expect):
 
 
 def test_log_without_collective_and_zero_count_row():
-    out = ok(str(FIXTURES / "v2_9_all_gather_noroot.log"), "--cluster", "dgx-h100", "--collective", "all_gather")
+    out = ok(str(FIXTURES / "v2_9_all_gather_noroot.log"), "--cluster", "dgx1-v100", "--collective", "all_gather")
     data = [line.split() for line in out.splitlines() if line.strip() and not line.startswith("#")]
     assert [int(d[0]) for d in data] == [1048576, 134217728]
     assert "# skipped size 8 B: count 0: no data moved" in out

@@ -101,3 +101,30 @@ def test_model_yaml(profile):
         check_model(text)
 
     run_fuzz(profile, fuzz)
+
+
+@st.composite
+def duplicated_key(draw, texts: list[str]):
+    """A valid 'key: value' document with one of its top-level lines repeated later, with another value:
+    (text, key, line of the first, line of the repeat)."""
+    lines = draw(st.sampled_from(texts)).splitlines()
+    tops = [i for i, line in enumerate(lines) if line[:1].isalpha() and ":" in line]
+    i = draw(st.sampled_from(tops))
+    key = lines[i].split(":", 1)[0]
+    j = draw(st.integers(i + 1, len(lines)))
+    while j < len(lines) and lines[j].startswith((" ", "-")):
+        j += 1  # not inside a nested block or a list
+    lines.insert(j, f"{key}: {draw(st.integers(1, 64) | st.sampled_from(['ib-ndr', 'null', '[1, 2]']))}")
+    return "\n".join(lines) + "\n", key, i + 1, j + 1
+
+
+@pytest.mark.parametrize("profile", RUNS)
+def test_a_repeated_key_is_always_refused(profile):
+    @given(duplicated_key(CLUSTERS + MODEL_TEXTS))
+    def fuzz(case):
+        text, key, first, second = case
+        with pytest.raises(FabricsimError) as err:
+            parse_yaml(text, "f.yaml")
+        assert str(err.value) == f"key '{key}' appears twice (lines {first} and {second}) in f.yaml: keep one"
+
+    run_fuzz(profile, fuzz)

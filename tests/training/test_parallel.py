@@ -150,3 +150,16 @@ def test_interleaved_candidates_split_layers_evenly():
     fits = P.fitting_layouts(MODELS["llama3-70b"], 64, 8, HBM, interleaved=True, global_batch=256)
     assert any(p.vp > 1 for p in fits)
     assert all(p.vp == 1 or 80 % (p.pp * p.vp) == 0 or 82 % (p.pp * p.vp) == 0 for p in fits)
+
+
+@pytest.mark.parametrize("dp, zero, micro_batch, fixes", [
+    (2, 1, 1, "raise tp/pp, use zero 3 or use more recompute (--recompute full or a module list)"),
+    (2, 3, 2, "raise tp/pp, use more recompute (--recompute full or a module list) or lower micro_batch"),
+    (1, 1, 1, "raise tp/pp or use more recompute (--recompute full or a module list)"),  # ZeRO needs dp ranks
+])
+def test_over_hbm_advises_only_fixes_that_apply(dp, zero, micro_batch, fixes):
+    model = MODELS["llama3-70b"]
+    par = P.Parallelism(tp=8, pp=1, dp=dp, zero=zero, micro_batch=micro_batch, global_batch=dp * micro_batch)
+    with pytest.raises(FabricsimError) as err:
+        P.validate(model, par, 8 * dp, 8, 40e9)
+    assert str(err.value).endswith(f"): {fixes}")

@@ -34,6 +34,7 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
     """Compare a real nccl-tests LOG with fabricsim's prediction of the same sizes on a cluster."""
     from fabricsim import api
     from fabricsim.reports import compare as report
+    from fabricsim.reports.nccltests_log import parse_nccl_tests
 
     model = pick_cost_model(cost_model, old_model)
     if routing and model != "fabricsim":
@@ -44,7 +45,8 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
 
         plot_format(plot_path)  # a bad name fails before the work, not after
     check_report(report_path)
-    log = report.read_log(log_path)
+    text = report.log_text(log_path)
+    log = parse_nccl_tests(text)
     c = api.cluster(cluster, nodes, gpus, routing=routing, faults=faults_given(fail, degrade, seed))
     if log.nranks is not None and log.nranks != c.n_gpus:
         sized = f" --nodes {nodes}" if nodes is not None else ""
@@ -55,7 +57,7 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
         result = api.compare(log, c, collective=collective, placement=placement, algo=algo, proto=proto, level=level,
                              cost_model=model, progress=progress, nccl_version=nccl_version)
     meta = {**result.meta, "log": str(log_path)}
-    notes(result.notes)
+    notes((*result.notes, *api.gpu_notes(text, c.spec.gpu, c.name)))
     if plot_path is not None:
         from fabricsim.reports.plotting import save_figure
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from fabricsim.cli.options import notes
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import COLLECTIVES
 
@@ -44,4 +45,6 @@ def doctor(log_path, cluster, topo_files, env_pairs, nccl_version, collective, g
 
     d = api.doctor(log_path, cluster, topo=topo_files, env=_env(env_pairs), nccl_version=nccl_version,
                    collective=collective, gpu=gpu, gpus=gpus, threshold=threshold, level=level)
+    if cluster is not None:
+        notes(api.gpu_notes(d.facts.text, d.target.spec.gpu, str(cluster)))
     click.echo(report.json_doc(d) if fmt == "json" else report.text(d), nl=False)

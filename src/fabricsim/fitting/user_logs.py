@@ -15,6 +15,8 @@ from pathlib import Path
 from fabricsim.diagnosis import infer
 from fabricsim.diagnosis.facts import log_collective, read_facts
 from fabricsim.errors import FabricsimError
+from fabricsim.importers.nccl_log import device_names
+from fabricsim.reports.compare import gpu_mismatch, rank_mismatch
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.validation.logs import ENV, LogCase, make_case, _version
 
@@ -39,6 +41,8 @@ def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mappi
         coll = log_collective(facts, collective)
         target = infer.given(cluster, facts)
         spec = dataclasses.replace(target.spec, calibrated=None)
+        _check_hardware(text, spec, target.ranks, str(cluster) if not isinstance(cluster, ClusterSpec) else spec.name,
+                        gpus)
         known = {k: v for k, v in facts.env.items() if k in ENV}
         case = make_case(path.stem, facts.log, spec, target.ranks, coll, known, _version(facts.nccl_version),
                          text=text, gaps=target.gaps)
@@ -49,3 +53,15 @@ def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mappi
                              "them as '  size count type redop root time algbw busbw #wrong ...'); give the whole log")
     return case, hashlib.sha256(data).hexdigest(), spec
 
+
+def _check_hardware(text: str, spec: ClusterSpec, ranks: tuple[int, ...], cluster: str, gpus: int | None) -> None:
+    """Refuse a log the cluster did not run, as `compare` does: other GPUs than the cluster's (a fit would write
+    parameters measured on another GPU), or fewer ranks than the cluster has GPUs unless --gpus says so."""
+    total = spec.nodes * spec.gpus_per_node
+    if gpus is None and len(ranks) != total:
+        raise FabricsimError(rank_mismatch(len(ranks), cluster, "", total, spec.gpus_per_node,
+                                           max(spec.gpus_per_node, spec.domain_size)))
+    other = gpu_mismatch(device_names(text), spec.gpu, cluster)
+    if other is not None:
+        raise FabricsimError(f"{other}: a fit would write {spec.gpu} parameters measured on other GPUs; give the "
+                             "cluster the log ran on (a preset or a cluster YAML with its 'gpu')")

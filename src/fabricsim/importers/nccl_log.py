@@ -204,6 +204,16 @@ def parse(text: str, source: str) -> Machine:
     return machine(log, source)
 
 
+def device_names(text: str) -> tuple[str, ...]:
+    """The GPU names nccl-tests' '#  Rank N ... device D [bus] NAME' lines print, each once, in order of first
+    appearance (none for a log without them); lines that do not match are ignored, not errors."""
+    names: dict[str, None] = {}
+    for raw in text.splitlines():
+        if "Rank" in raw and (m := _DEVICE.match(_MPI_TAG.sub("", raw, count=1).strip())):
+            names[m.group(4)] = None
+    return tuple(names)
+
+
 def _gpu_model(name: str, notes: list[str], source: str) -> str:
     try:
         return hardware.get_gpu(name).name

@@ -23,6 +23,11 @@ from fabricsim.units import GB, US, format_bytes
 
 def read_log(path: str | Path) -> ParsedLog:
     """Read and parse an nccl-tests log file (text or -J JSON)."""
+    return parse_nccl_tests(log_text(path))
+
+
+def log_text(path: str | Path) -> str:
+    """The text of an nccl-tests log file; unreadable or binary files are one FabricsimError."""
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except OSError as err:
@@ -31,7 +36,7 @@ def read_log(path: str | Path) -> ParsedLog:
     except UnicodeDecodeError as err:
         raise FabricsimError(f"nccl-tests log {path} is not UTF-8 text (byte {err.start}): give a saved nccl-tests "
                              "stdout or -J JSON file") from None
-    return parse_nccl_tests(text)
+    return text
 
 
 def log_collective(log: ParsedLog, override: str | None, known: tuple[str, ...]) -> str:
@@ -69,6 +74,22 @@ def rank_mismatch(log_nranks: int, cluster: str, sized: str, n_gpus: int, gpus_p
                 "nodes)")
     return (f"{where}; {cluster} comes in whole units of {unit} GPUs, so no size runs {log_nranks} ranks: use a "
             f"cluster whose GPU count equals the log's ranks (a YAML cluster with {log_nranks} GPUs)")
+
+
+def gpu_mismatch(names: tuple[str, ...], gpu: str, cluster: str) -> str | None:
+    """Where the log's device lines (importers.nccl_log.device_names) name a catalog GPU other than the cluster's
+    `gpu`: one sentence saying so; None where they agree or name no catalog GPU (nothing to go on)."""
+    from fabricsim import hardware
+
+    want = hardware.get_gpu(gpu).name
+    for name in names:
+        try:
+            got = hardware.get_gpu(name).name
+        except FabricsimError:
+            continue
+        if got != want:
+            return f"the log's devices are '{name}' ({got}) but {cluster} has {want} GPUs"
+    return None
 
 
 def predict_like_log(predict, log_rows: list[ParsedRow]) -> list[PerfRow]:

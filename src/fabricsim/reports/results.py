@@ -22,6 +22,7 @@ from fabricsim.errors import FabricsimError
 
 KINDS = ("int", "float", "str", "bool")
 FORMATS = ("parquet", "csv")
+SUFFIXES = {".parquet": "parquet", ".csv": "csv"}  # a results file's name -> its format
 ROW_GROUP = 4096  # rows per Parquet row group: the writer holds at most this many rows
 _NO_PYARROW = "Parquet needs pyarrow: pip install 'fabricsim[parquet]', or write --format csv"
 
@@ -110,12 +111,17 @@ def train_row(step: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def format_of(path: str | Path, fmt: str | None) -> str:
-    """'parquet' or 'csv': `fmt` when given, else from the file name's suffix (Parquet by default)."""
+    """'parquet' or 'csv': `fmt` when given, else from the file name's suffix (.parquet or .csv; any other is an
+    error, rather than Parquet written into a file whose name says otherwise)."""
     if fmt is not None:
         if fmt not in FORMATS:
             raise FabricsimError(f"unknown results format '{fmt}': use parquet or csv")
         return fmt
-    return "csv" if Path(path).suffix.lower() == ".csv" else "parquet"
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise FabricsimError(f"results file {path}: {f'suffix {suffix!r}' if suffix else 'no suffix'} is no results "
+                             f"format: name it .parquet or .csv (the formats fabricsim writes), or pass --format")
+    return SUFFIXES[suffix]
 
 
 def _pyarrow():

@@ -104,6 +104,15 @@ def forced_notes(topo, ranks: np.ndarray, collective: str, algos: Sequence[str] 
         raise FabricsimError(
             f"CollNet needs SHARP in-network reduction, which {topo.name} has no switch for: set 'sharp: true' in a "
             f"cluster file (fabricsim topo save {topo.name} -o cluster.yaml, edit it, then --cluster cluster.yaml)")
+    from fabricsim.vocab import NCCL_ALGORITHMS_BY_COLLECTIVE
+
+    nccl_runs = NCCL_ALGORITHMS_BY_COLLECTIVE.get(collective, ())
+    own = [a for a in dict.fromkeys(algos) if a not in nccl_runs]
+    if own:
+        which = ", ".join(own)
+        notes.append(f"NCCL does not implement {which} for {collective} (it runs {', '.join(nccl_runs) or 'none'}), "
+                     f"so the {which} rows are fabricsim's own schedule{'s' * (len(own) > 1)}, which no NCCL run "
+                     "would show")
     if "pat" in algos and structure.ranks_per_node > 1:
         notes.append(f"NCCL runs PAT only with one GPU per node (ncclPatEnable: nNodes == nRanks); these ranks have "
                      f"{structure.ranks_per_node} per node, so the pat rows are fabricsim's PAT schedule, which NCCL "

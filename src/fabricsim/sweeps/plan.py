@@ -139,7 +139,7 @@ def _axes(spec: Any, compute: str, where: Path) -> dict[str, list[Any]]:
             raise FabricsimError(f"{at}: this sweep computes {compute}, so {k.name} options do not apply")
         if not values:
             raise FabricsimError(f"{at} lists no values: give at least one, e.g. {name}: [...]")
-        out[name] = [kinds.check(kind_name, option, v, f"{at} (value {i + 1})") for i, v in enumerate(values)]
+        out[name] = [kinds.check(kind_name, option, v, f"{at} (item {i + 1})") for i, v in enumerate(values)]
     return out
 
 

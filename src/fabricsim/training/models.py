@@ -317,6 +317,10 @@ def load_model(name_or_path: str) -> ModelSpec:
     if name_or_path.lower() in MODELS:
         return MODELS[name_or_path.lower()]
     path = Path(name_or_path)
-    if not path.is_file():
+    if "/" in name_or_path or "\\" in name_or_path or name_or_path.lower().endswith((".yaml", ".yml", ".json")):
+        if not path.exists():  # a path, not a name: say so, as cluster files do
+            raise FabricsimError(f"model file {name_or_path} does not exist: check the path, or use a built-in model: "
+                                 f"{', '.join(MODELS)}")
+    elif not path.is_file():
         raise FabricsimError(f"unknown model '{name_or_path}': use a built-in ({', '.join(MODELS)}) or a path to a YAML model file")
     return model_from_dict(inputs.parse_yaml(inputs.read_text(path, "model file"), str(path)), str(path))

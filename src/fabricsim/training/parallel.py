@@ -154,11 +154,12 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
     if par.tp > 1 and not par.allow_tp_spill and (par.tp > gpus_per_domain or gpus_per_domain % par.tp):
         raise FabricsimError(
             f"tp={par.tp} does not fit in the {gpus_per_domain}-GPU NVLink domain, so TP traffic would cross the scale-out network: "
-            f"use tp <= {gpus_per_domain} dividing it, or allow TP spill explicitly")
+            f"use a tp that divides {gpus_per_domain} ({_or(d for d in range(1, gpus_per_domain + 1) if gpus_per_domain % d == 0)}) "
+            "and spread the other GPUs over pp and dp")
     if hbm_bytes is not None:
         need = memory_breakdown(model, par)
         if need.total > hbm_bytes:
-            raise FabricsimError(over_hbm(need, hbm_bytes))
+            raise FabricsimError(over_hbm(need, hbm_bytes, par))
 
 
 
@@ -172,11 +173,20 @@ def check_recompute(spec: str) -> None:
                              f"list of Megatron recompute modules ({', '.join(RECOMPUTE_MODULES)})")
 
 
-def over_hbm(need, hbm_bytes: float) -> str:
-    """The message for a layout whose memory estimate exceeds the GPU's HBM."""
+def over_hbm(need, hbm_bytes: float, par: Parallelism | None = None) -> str:
+    """The message for a layout whose memory estimate exceeds the GPU's HBM, with the fixes that apply to `par`:
+    ZeRO shards over the data-parallel ranks (dp x cp), so it helps only where there are several; full recompute
+    and a smaller micro-batch only where the layout does not have them already."""
+    fixes = ["raise tp/pp"]
+    if par is None or (par.dp * par.cp > 1 and par.zero < 3):
+        fixes.append("use zero 3")
+    if par is None or par.recompute != "full":
+        fixes.append("use more recompute (--recompute full or a module list)")
+    if par is None or par.micro_batch > 1:
+        fixes.append("lower micro_batch")
+    said = fixes[0] if len(fixes) == 1 else f"{', '.join(fixes[:-1])} or {fixes[-1]}"
     return (f"the layout needs about {need.total / 1e9:.1f} GB per GPU but the GPU has {hbm_bytes / 1e9:.1f} GB "
-            f"({(need.total - hbm_bytes) / 1e9:.1f} GB over; {need.text()}): raise tp/pp, use zero 3 or more recompute "
-            "(--recompute full or a module list), or lower micro_batch")
+            f"({(need.total - hbm_bytes) / 1e9:.1f} GB over; {need.text()}): {said}")
 
 
 def stage_layers(model: ModelSpec, par: Parallelism) -> int:
@@ -325,3 +335,9 @@ def pp_pairs(par: Parallelism) -> np.ndarray:
     nxt = np.roll(g, -1, axis=0)
     stages = par.pp if par.vp > 1 and par.pp > 1 else par.pp - 1
     return np.stack([g[:stages].ravel(), nxt[:stages].ravel()], axis=1)
+
+
+def _or(values) -> str:
+    """'1, 2, 4 or 8'."""
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"

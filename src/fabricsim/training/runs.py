@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from fabricsim import inputs
 from fabricsim.errors import FabricsimError
 from fabricsim.training import parallel as P
 from fabricsim.training.efficiency import family
@@ -62,26 +63,16 @@ def variant_name(label: str, whatif: WhatIf | None) -> str:
 def load_run_file(path: str | Path) -> dict[str, Any]:
     """The options of a YAML run file (see the module docstring); an unknown name or a malformed file is one
     FabricsimError naming the file and the fix."""
-    import yaml
-
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise FabricsimError(f"cannot read run file {p}: {err.strerror}; check the path") from None
-    except UnicodeDecodeError:
-        raise FabricsimError(f"run file {p} is not UTF-8 text: give a YAML run file") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise FabricsimError(f"{p}: malformed YAML{where}: {getattr(err, 'problem', err)}; fix the syntax") from None
-    except RecursionError:
-        raise FabricsimError(f"{p}: YAML nested too deeply: a run file is one mapping of options") from None
+    data = inputs.parse_yaml(inputs.read_text(p, "run file"), str(p))
     if data is None:
         return {}
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise FabricsimError(f"{p}: a run file must be a mapping of option names to values, e.g. 'tp: 8'")
     options = {k.replace("-", "_"): v for k, v in data.items()}
+    if len(options) < len(data):  # 'global-batch' and 'global_batch' name one option
+        same = next([a, b] for a in data for b in data if a < b and a.replace("-", "_") == b.replace("-", "_"))
+        raise FabricsimError(f"{p}: '{same[0]}' and '{same[1]}' name the same option: keep one")
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise FabricsimError(f"{p}: unknown option(s) {', '.join(unknown)}: use some of {', '.join(OPTIONS)}")

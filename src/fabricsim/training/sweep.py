@@ -178,7 +178,16 @@ def fastest_layout(model: ModelSpec, n_gpus: int, topo: Topology, comm: CommMode
 def default_batch(model: ModelSpec, cluster, counts: Sequence[int], template: P.Parallelism | None, **defaults) -> int:
     """The sweep's fixed global batch when none is given: the default at the smallest count that can lay the job out
     (see the module docstring)."""
-    first = None
+    batch = _first_batch(model, cluster, counts, template, **defaults)
+    if isinstance(batch, int):
+        return batch
+    raise next(iter(batch.values()))
+
+
+def _first_batch(model: ModelSpec, cluster, counts: Sequence[int], template: P.Parallelism | None,
+                 **defaults) -> int | dict[int, FabricsimError]:
+    """`default_batch`, or where no count can lay the job out, each count's reason."""
+    errors: dict[int, FabricsimError] = {}
     for n in counts:
         try:
             topo = cluster_topology(cluster, n)
@@ -186,8 +195,8 @@ def default_batch(model: ModelSpec, cluster, counts: Sequence[int], template: P.
                 return P.resolve(replace(template, global_batch=0), n, model.seq).global_batch
             return layout_for(model, None, n, topo, **defaults).global_batch
         except FabricsimError as err:
-            first = first or err
-    raise first
+            errors[n] = err
+    return errors
 
 
 def scaling_runs(model: ModelSpec, cluster, gpu_counts: Sequence[int], template: P.Parallelism | None = None, *,
@@ -210,10 +219,11 @@ def scaling_runs(model: ModelSpec, cluster, gpu_counts: Sequence[int], template:
         raise FabricsimError("a layout search needs no template: give tp / pp as defaults to fix them")
     batch = (template.global_batch if template is not None else defaults.get("global_batch", 0)) or 0
     if not batch:
-        try:
-            batch = default_batch(model, cluster, counts, template, **{k: v for k, v in defaults.items() if k != "global_batch"})
-        except FabricsimError as err:
-            return [Refused(n, str(err)) for n in counts]
+        found = _first_batch(model, cluster, counts, template,
+                             **{k: v for k, v in defaults.items() if k != "global_batch"})
+        if not isinstance(found, int):  # no count lays the job out: each count's own reason
+            return [Refused(n, str(found[n])) for n in counts]
+        batch = found
     if template is not None:
         template = replace(template, global_batch=batch)
     else:
