@@ -59,3 +59,17 @@ def test_compare_and_doctor_note_other_gpus_and_go_on(log, command):
     same = fabricsim(command, log, "--cluster", "pcie-rtx4090-8", "--gpus", "2", "--collective", "all_reduce")
     assert same.returncode == 0, same.stderr
     assert "devices are" not in same.stderr
+
+
+def test_calibrate_takes_a_gpu_that_differs_only_in_memory(tmp_path):
+    """An A100 40 GB log on an A100 80 GB cluster: the same links, so the link efficiencies and latencies calibrate
+    fits are the same parts'; compare still notes the other GPU model."""
+    a100 = LOG.replace("NVIDIA GeForce RTX 4090", "NVIDIA A100-SXM4-40GB")
+    log = write(tmp_path, "a100.log", a100)
+    out = tmp_path / "x.yaml"
+    args = ("--cluster", "dgx-a100", "--gpus", "2", "--collective", "all_reduce")
+    run = fabricsim("calibrate", log, *args, "-o", str(out))
+    assert run.returncode == 0, run.stderr
+    assert out.is_file()
+    note = fabricsim("compare", log, *args)
+    assert note.returncode == 0 and "the log's devices are 'NVIDIA A100-SXM4-40GB' (A100-40GB)" in note.stderr

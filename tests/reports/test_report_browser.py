@@ -114,7 +114,14 @@ def test_the_report_renders_in_chromium(report_file, pytestconfig):
             page.wait_for_function(f"document.querySelector('#results_info').innerText === {total!r}")
             busbw = page.evaluate("[...document.querySelectorAll('#results_wrapper thead th')].findIndex("
                                   "th => th.querySelector('input[placeholder=busbw_GBps]'))")
+            column = (f"[...document.querySelectorAll('#results tbody tr')].map(tr => tr.children[{busbw}].innerText)"
+                      ".filter(v => v.trim()).map(Number).filter(x => !Number.isNaN(x))")  # training rows have none
+            before = page.evaluate(column)
+            assert before != sorted(before)  # the click has something to sort
             page.locator("#results_wrapper th:has(input[placeholder=busbw_GBps]) .dt-column-order").first.click()
+            # DataTables redraws after the click's event: wait for the redrawn rows, not a sleep (a busy machine
+            # read them before the redraw)
+            page.wait_for_function(f"(v => v.length > 3 && v.every((x, i) => i === 0 || v[i - 1] <= x))({column})")
             shown = page.evaluate(f"[...document.querySelectorAll('#results tbody tr')].map("
                                   f"tr => tr.children[{busbw}].innerText)")
             values = [float(v) for v in shown if v.strip()]

@@ -61,7 +61,7 @@ def _check_hardware(text: str, spec: ClusterSpec, ranks: tuple[int, ...], cluste
     if gpus is None and len(ranks) != total:
         raise FabricsimError(rank_mismatch(len(ranks), cluster, "", total, spec.gpus_per_node,
                                            max(spec.gpus_per_node, spec.domain_size)))
-    other = gpu_mismatch(device_names(text), spec.gpu, cluster)
+    other = gpu_mismatch(device_names(text), spec.gpu, cluster, same_links_ok=True)
     if other is not None:
         raise FabricsimError(f"{other}: a fit would write {spec.gpu} parameters measured on other GPUs; give the "
                              "cluster the log ran on (a preset or a cluster YAML with its 'gpu')")

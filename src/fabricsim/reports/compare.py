@@ -76,19 +76,23 @@ def rank_mismatch(log_nranks: int, cluster: str, sized: str, n_gpus: int, gpus_p
             f"cluster whose GPU count equals the log's ranks (a YAML cluster with {log_nranks} GPUs)")
 
 
-def gpu_mismatch(names: tuple[str, ...], gpu: str, cluster: str) -> str | None:
+def gpu_mismatch(names: tuple[str, ...], gpu: str, cluster: str, same_links_ok: bool = False) -> str | None:
     """Where the log's device lines (importers.nccl_log.device_names) name a catalog GPU other than the cluster's
-    `gpu`: one sentence saying so; None where they agree or name no catalog GPU (nothing to go on)."""
+    `gpu`: one sentence saying so; None where they agree or name no catalog GPU (nothing to go on). With
+    `same_links_ok`, a GPU of the same architecture and the same NVLink and PCIe links (A100 40 GB against 80 GB)
+    agrees: what `calibrate` fits (link efficiencies and latencies) does not depend on its memory."""
     from fabricsim import hardware
 
-    want = hardware.get_gpu(gpu).name
+    want = hardware.get_gpu(gpu)
     for name in names:
         try:
-            got = hardware.get_gpu(name).name
+            got = hardware.get_gpu(name)
         except FabricsimError:
             continue
-        if got != want:
-            return f"the log's devices are '{name}' ({got}) but {cluster} has {want} GPUs"
+        links = (got.arch, got.scaleup_link, got.scaleup_links, got.pcie_link)
+        if got.name != want.name and not (same_links_ok and links == (want.arch, want.scaleup_link,
+                                                                       want.scaleup_links, want.pcie_link)):
+            return f"the log's devices are '{name}' ({got.name}) but {cluster} has {want.name} GPUs"
     return None
 
 
