@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 
 import pytest
 
@@ -45,11 +46,16 @@ def test_a_ray_worker_killed_mid_sweep_loses_and_duplicates_nothing(local_ray, r
     killed = []
 
     def kill_one(done: int, total: int, failed: int) -> None:
-        if done >= 2 and not killed:
+        # a task of this sweep takes milliseconds: right after one finishes, Ray may not have titled the worker that
+        # takes the next (ray::run_task), so look again for up to 2 s while tasks remain, not only at this instant
+        deadline = time.monotonic() + 2.0
+        while done >= 2 and done < total and not killed and time.monotonic() < deadline:
             busy = [p for p in descendants(os.getpid()) if cmdline(p).startswith("ray::run_task")]
             if busy:
                 os.kill(busy[0], signal.SIGKILL)
                 killed.append(busy[0])
+            else:
+                time.sleep(0.005)
 
     done = run.run(plan, tmp_path / "r.parquet", ray=True, task_points=1, progress=kill_one)
     assert killed, "no Ray worker running a task was found to kill"
