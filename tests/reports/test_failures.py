@@ -74,7 +74,7 @@ def test_whatif_names_lists_devices_and_links(capsys):
 @pytest.mark.parametrize("args,match", [
     (["--fail-count", "a..b"], "must be a range such as 0..8"),
     (["--fail-count", "0..17", "--what", "nics"], "has 16 nics: sweep at most 16"),
-    (["--what", "spines"], "has no spines to fail"),
+    (["--what", "spines"], "has no spines to fail: choose --what among the classes it has (leaves, nics, nvswitches,"),
 ])
 def test_bad_sweeps_are_one_line(capsys, args, match):
     assert main(["whatif", "failures", "-c", "dgx-h100", "--nodes", "2", "--size", "1M", *args]) == 2

@@ -162,3 +162,10 @@ def test_a_faulted_spec_is_plain_data_and_a_sweep_refuses_a_faulted_cluster_file
         sweeps.load(tmp_path / "s.yaml")
     (tmp_path / "c.yaml").write_text(replace(spec, faults=Faults()).to_yaml())
     assert sweeps.load(tmp_path / "s.yaml")  # the same file healthy plans
+
+
+def test_an_unknown_device_points_at_the_names_of_this_many_nodes():
+    """The hint lists the names of the cluster as built: `whatif names` without --nodes would list one node's."""
+    two = build(load_spec("dgx-h100", nodes=2))
+    with pytest.raises(FabricsimError, match=r"`fabricsim whatif names dgx-h100 --nodes 2` lists them"):
+        apply_faults(two, Faults(fail=("node5.nic0",)))

@@ -99,7 +99,9 @@ def sweep(topo: Topology, ranks: np.ndarray, collective: str, nbytes: int, count
         raise FabricsimError(f"--seeds {seeds}: draw each count with at least 1 seed")
     size = class_size(topo, what)
     if not size:
-        raise FabricsimError(f"{topo.name} has no {what} to fail: choose --what among the classes it has")
+        has = [w for w in WHAT if class_size(topo, w)]
+        raise FabricsimError(f"{topo.name} has no {what} to fail: choose --what among the classes it has "
+                             f"({', '.join(has)})")
     if max(counts) > size:
         raise FabricsimError(f"--fail-count up to {max(counts)}, but {topo.name} has {size:,} {what}: sweep at most "
                              f"{size}")

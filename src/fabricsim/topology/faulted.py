@@ -127,8 +127,9 @@ def _resolve(topo: Topology, target: str, factor: float, seed: int, acc: _Acc) -
     else:
         devices = N.match_devices(topo, target)
         if not devices.size:
+            nodes = f" --nodes {topo.spec.nodes}" if topo.spec is not None and topo.spec.nodes > 1 else ""
             raise FabricsimError(f"{verb} '{target}' matches no device of {topo.name} ({topo.n_gpus:,} GPUs): names look "
-                                 f"like {N.examples(topo)} (`fabricsim whatif names {topo.name}` lists them)")
+                                 f"like {N.examples(topo)} (`fabricsim whatif names {topo.name}{nodes}` lists them)")
         _devices(topo, target, factor, acc, devices, shown)
 
 
