@@ -643,14 +643,15 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
 
 def calibrate(logs: Sequence[str | Path], cluster: str | Path | ClusterSpec, *,
               env: Mapping[str, str] | None = None, nccl_version: str | None = None, collective: str | None = None,
-              gpus: int | None = None) -> CalibrationResult:
+              gpus: int | None = None, nodes: int | None = None) -> CalibrationResult:
     """Fit the cluster's declared physical parameters (`fabricsim.topology.calibrated.PARAMETERS`: network, NVLink
     and PCIe achievable fractions of line rate, the network's per-step latency, the per-call launch latency) to the
     user's own nccl-tests `logs`, run on `cluster` (a preset, a cluster YAML or a spec). Only parameters the logs
     exercise are fitted, inside their physical bounds; the cluster written is the one the first log ran on (a
     preset sized to it). `result.spec` is the calibrated cluster
     (`fabricsim.topology.save_cluster` writes it; `perf` on it uses the fitted values); `result.text()` prints
-    the fit. `env`, `nccl_version`, `collective`, `gpus`: as for `doctor`, applied to every log. Needs
+    the fit. `env`, `nccl_version`, `collective`, `gpus`: as for `doctor`, applied to every log; `nodes`: the runs'
+    node count, where the logs do not print their hosts. Needs
     `fabricsim[calibrate]` (scipy)."""
     from fabricsim.fitting.fit import file_provenance, fit
     from fabricsim.fitting.user_logs import read_case
@@ -661,7 +662,8 @@ def calibrate(logs: Sequence[str | Path], cluster: str | Path | ClusterSpec, *,
         raise FabricsimError("calibrate needs at least one nccl-tests log: give the log files the cluster ran")
     cases, used, specs = [], [], []
     for log in logs:
-        case, sha, spec = read_case(log, cluster, env=env, nccl_version=nccl_version, collective=collective, gpus=gpus)
+        case, sha, spec = read_case(log, cluster, env=env, nccl_version=nccl_version, collective=collective, gpus=gpus,
+                                    nodes=nodes)
         cases.append(case)
         specs.append(spec)
         used.append(file_provenance(case, Path(log).name, sha))
