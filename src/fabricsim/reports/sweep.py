@@ -164,8 +164,8 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
         elif system is not None:
             ch = nccl_model.nccl_predict(system, collective, nbytes, algo=algo_list, proto=proto_list, redop=redop,
                                          dtype=dtype)
-            out.append(Point(PerfRow(nbytes, count, dtype, op, r, ch.time_s, ch.algbw, ch.busbw, ch.algo, ch.proto,
-                                     ch.channels, "nccl-model"), ch))
+            out.append(Point(PerfRow(nbytes, count, dtype, op, r, ch.time_s, ch.algbw, ch.busbw, fabricsim_algo(ch.algo),
+                                     ch.proto.lower(), ch.channels, "nccl-model"), ch))  # spelled as fabricsim's rows
         else:
             out.append(_simulated(topo, ranks, collective, nbytes, count, elem, dtype, op, r, redop, algo_list,
                                   proto_list, level, library, nccl_version))
