@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from fabricsim import __version__
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 
 if TYPE_CHECKING:
     import numpy as np
@@ -134,23 +134,23 @@ def _sized_spec(source: str | ClusterSpec, nodes: int | None,
                      (f"the spec of {spec.name}", "replace(spec, nodes=...)"))
     total, unit = int(spec.nodes) * int(spec.gpus_per_node), _unit(spec)
     if nodes is not None and nodes != spec.nodes:
-        raise FabricsimError(f"--nodes {nodes}: {where} has {spec.nodes} node{'s' * (spec.nodes != 1)}; --nodes sizes "
-                             f"presets only: {resize} to resize it")
+        raise FabricsimError(f"{option('nodes', nodes)}: {where} has {spec.nodes} node{'s' * (spec.nodes != 1)}; "
+                             f"{option('nodes')} sizes presets only: {resize} to resize it")
     if nodes is not None and gpus is not None:
         return spec, _per_node(nodes, gpus), None
     if gpus is None or gpus == total:
         return spec, None, None
     if 0 < gpus < unit:
         return spec, None, gpus
-    raise FabricsimError(f"--gpus {gpus}: {where} has {total} GPUs ({spec.nodes} node{'s' * (spec.nodes != 1)} of "
-                         f"{spec.gpus_per_node}); it is sized by its 'nodes' field ({resize}), and --gpus below "
-                         f"{unit} runs on part of one node")
+    raise FabricsimError(f"{option('gpus', gpus)}: {where} has {total} GPUs ({spec.nodes} node"
+                         f"{'s' * (spec.nodes != 1)} of {spec.gpus_per_node}); it is sized by its 'nodes' field "
+                         f"({resize}), and {option('gpus')} below {unit} runs on part of one node")
 
 
 def _per_node(nodes: int, gpus: int) -> int:
     if gpus < 1 or gpus % nodes:
-        raise FabricsimError(f"--nodes {nodes} --gpus {gpus}: the run puts the same number of GPUs on every node, so "
-                             f"--gpus must be a positive multiple of {nodes}")
+        raise FabricsimError(f"{option('nodes', nodes)} {option('gpus', gpus)}: the run puts the same number of GPUs "
+                             f"on every node, so {option('gpus')} must be a positive multiple of {nodes}")
     return gpus // nodes
 
 
@@ -173,8 +173,9 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
     source = name_or_yaml if isinstance(name_or_yaml, ClusterSpec) else str(name_or_yaml)
     spec, per_node, first = _sized_spec(source, nodes, gpus)
     if per_node is not None and per_node > spec.gpus_per_node:
-        raise FabricsimError(f"--nodes {nodes} --gpus {gpus} is {per_node} GPUs per node, but {spec.name} has "
-                             f"{spec.gpus_per_node} per node: use --gpus up to {spec.nodes * spec.gpus_per_node}")
+        raise FabricsimError(f"{option('nodes', nodes)} {option('gpus', gpus)} is {per_node} GPUs per node, but "
+                             f"{spec.name} has {spec.gpus_per_node} per node: use {option('gpus')} up to "
+                             f"{spec.nodes * spec.gpus_per_node}")
     if faults is not None:
         spec = replace(spec, faults=spec.faults.plus(_faults(faults)))
     topo = topology.build(replace(spec, routing=cast("Routing", routing)) if routing else spec)  # checked above
@@ -642,14 +643,15 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
 
 def calibrate(logs: Sequence[str | Path], cluster: str | Path | ClusterSpec, *,
               env: Mapping[str, str] | None = None, nccl_version: str | None = None, collective: str | None = None,
-              gpus: int | None = None) -> CalibrationResult:
+              gpus: int | None = None, nodes: int | None = None) -> CalibrationResult:
     """Fit the cluster's declared physical parameters (`fabricsim.topology.calibrated.PARAMETERS`: network, NVLink
     and PCIe achievable fractions of line rate, the network's per-step latency, the per-call launch latency) to the
     user's own nccl-tests `logs`, run on `cluster` (a preset, a cluster YAML or a spec). Only parameters the logs
     exercise are fitted, inside their physical bounds; the cluster written is the one the first log ran on (a
     preset sized to it). `result.spec` is the calibrated cluster
     (`fabricsim.topology.save_cluster` writes it; `perf` on it uses the fitted values); `result.text()` prints
-    the fit. `env`, `nccl_version`, `collective`, `gpus`: as for `doctor`, applied to every log. Needs
+    the fit. `env`, `nccl_version`, `collective`, `gpus`: as for `doctor`, applied to every log; `nodes`: the runs'
+    node count, where the logs do not print their hosts. Needs
     `fabricsim[calibrate]` (scipy)."""
     from fabricsim.fitting.fit import file_provenance, fit
     from fabricsim.fitting.user_logs import read_case
@@ -660,7 +662,8 @@ def calibrate(logs: Sequence[str | Path], cluster: str | Path | ClusterSpec, *,
         raise FabricsimError("calibrate needs at least one nccl-tests log: give the log files the cluster ran")
     cases, used, specs = [], [], []
     for log in logs:
-        case, sha, spec = read_case(log, cluster, env=env, nccl_version=nccl_version, collective=collective, gpus=gpus)
+        case, sha, spec = read_case(log, cluster, env=env, nccl_version=nccl_version, collective=collective, gpus=gpus,
+                                    nodes=nodes)
         cases.append(case)
         specs.append(spec)
         used.append(file_provenance(case, Path(log).name, sha))
@@ -784,7 +787,7 @@ def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | Cluster
 
     counts = [gpus] if isinstance(gpus, int) else list(gpus)
     if not counts or min(counts) < 1:
-        raise FabricsimError("give positive GPU counts, e.g. --gpus 8,64,512")
+        raise FabricsimError(f"give positive GPU counts, e.g. {option('gpus', [8, 64, 512])}")
     given = dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vp=vp, zero=zero, sp=sp, global_batch=global_batch,
                  micro_batch=micro_batch, precision=precision, recompute=recompute, **options)
     extra = _faults(faults) if faults is not None else None

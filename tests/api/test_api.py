@@ -50,7 +50,7 @@ def test_gpus_over_nodes_spreads_evenly():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(gpus=12), "not a multiple of 8 GPUs per node"),
     (dict(nodes=2, gpus=9), "must be a positive multiple of 2"),
-    (dict(nodes=2, gpus=32), "16 GPUs per node, but dgx-h100 has 8 per node: use --gpus up to 16"),
+    (dict(nodes=2, gpus=32), "16 GPUs per node, but dgx-h100 has 8 per node: use gpus up to 16"),
     (dict(routing="random"), "unknown routing"),
 ])
 def test_sizes_that_cannot_run_say_why(kwargs, match):
@@ -153,7 +153,7 @@ def test_compare_returns_data_and_a_figure(tmp_path, capsys):
     fig = scored.figure()
     assert [ax.get_yscale() for ax in fig.axes] == ["log", "log"]  # busbw and time panels
     assert capsys.readouterr() == ("", "")
-    with pytest.raises(fs.FabricsimError, match="use --gpus 80"):
+    with pytest.raises(fs.FabricsimError, match="use gpus=80"):
         fs.compare(FIXTURES / "v2_17_all_reduce_10n_mpi.log", "dgx-h100")
 
 

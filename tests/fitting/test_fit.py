@@ -157,3 +157,20 @@ def test_missing_scipy_names_the_extra(synthetic, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_scipy)
     with pytest.raises(FabricsimError, match=r"pip install 'fabricsim\[calibrate\]'"):
         fs.calibrate([synthetic / "h100.log"], synthetic / "h100.yaml")
+
+
+def test_nodes_says_how_a_log_without_hosts_ran(tmp_path):
+    """A log that prints no hosts, 8 ranks as 4 on each of 2 nodes: `nodes` sizes the preset and picks the ranks;
+    a count that does not divide the ranks, or that contradicts the log, is one error naming the fix."""
+    from fabricsim.fitting.user_logs import read_case
+
+    rows = fs.perf(fs.cluster("dgx-h100", nodes=2, gpus=8), "all_reduce", ["1M"]).rows
+    log = tmp_path / "two.log"
+    log.write_text(format_table(list(rows), "all_reduce", 8, extra_cols=False))
+    case, _sha, spec = read_case(log, "dgx-h100", gpus=8, nodes=2)
+    assert spec.nodes == 2 and case.ranks == (0, 1, 2, 3, 8, 9, 10, 11)
+    assert read_case(log, "dgx-h100", gpus=8)[2].nodes == 1  # the log alone: one node's 8 GPUs
+    with pytest.raises(FabricsimError, match=r"nodes=3: the run's 8 ranks do not split evenly over 3 nodes"):
+        read_case(log, "dgx-h100", gpus=8, nodes=3)
+    assert main(["calibrate", str(log), "-c", "dgx-h100", "--gpus", "8", "--nodes", "0", "-o",
+                 str(tmp_path / "o.yaml")]) == 2

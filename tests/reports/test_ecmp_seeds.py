@@ -77,7 +77,7 @@ def test_cli_prints_the_spread_table_and_json(tmp_path, capsys):
     args = ["perf", "all_reduce", "--cluster", str(path), "-b", "1M", "-e", "1M", "--ecmp-seeds", "2"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "# ECMP over 2 hash seeds (0-1): each row above is its size's median seed" in out
+    assert "# busbw (GB/s) over 2 ECMP hash seeds (0-1); the table above shows each size at its median seed" in out
     assert main(args + ["--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ecmp_seeds"] == [0, 1] and doc["ecmp"][0]["size_bytes"] == 1 << 20

@@ -87,6 +87,15 @@ def test_data_parallel_step_on_16_ranks_matches_perf(tmp_path):
     assert all(r.compute == pytest.approx(4e-3 + LAYERS * 2e-3 + 0.5e-3) for r in rep.ranks)
 
 
+def test_a_one_rank_group_costs_nccls_local_copy_as_perf_prints_it(tmp_path):
+    topo = load_cluster("dgx-h100")
+    rep = run_chakra(dp_step(tmp_path, ranks=1), topo)
+    (row,) = fs.perf(fs.cluster("dgx-h100", gpus=1), "all_reduce", [BUCKET]).rows
+    (c,) = rep.collectives
+    assert c.time == row.time_s > 0 and (c.algo, c.proto, c.channels) == (row.algo, row.proto, row.channels)
+    assert rep.ranks[0].comm == pytest.approx(LAYERS * row.time_s, rel=1e-12)
+
+
 def test_compute_from_flops_and_cli_with_perfetto(tmp_path, capsys):
     coll = COLL_TYPES.index("ALL_GATHER")
     for r in range(8):

@@ -83,7 +83,7 @@ def test_variants_change_the_spec():
     assert variant(spec, "sharp").sharp != spec.sharp
     assert variant(spec, "routing").routing == "adaptive" and variant(variant(spec, "routing"), "routing").routing == "ecmp"
     assert variant(spec, "no-gpudirect").gpudirect is False
-    with pytest.raises(FabricsimError, match="--compare"):
+    with pytest.raises(FabricsimError, match="unknown compare variant"):
         variant(spec, "warp-drive")
 
 

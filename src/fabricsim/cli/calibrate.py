@@ -22,7 +22,8 @@ from fabricsim.schedules import COLLECTIVES
 @click.option("--collective", default=None, type=click.Choice(COLLECTIVES),
               help="Only for logs that do not name their collective.")
 @click.option("--gpus", type=int, default=None, help="The runs' rank count, where the logs do not print it.")
-def calibrate(logs, cluster, output, env_pairs, nccl_version, collective, gpus):
+@click.option("--nodes", type=int, default=None, help="The runs' node count, where the logs do not print their hosts.")
+def calibrate(logs, cluster, output, env_pairs, nccl_version, collective, gpus, nodes):
     """Fit network/NVLink/PCIe efficiency and per-step/launch latency to LOG(s) measured on --cluster; write -o."""
     from fabricsim import api
     from fabricsim.topology import save_cluster
@@ -33,7 +34,7 @@ def calibrate(logs, cluster, output, env_pairs, nccl_version, collective, gpus):
     if any(Path(log).resolve() == out.resolve() for log in logs):
         raise FabricsimError(f"-o {output} is one of the logs: name another file")
     result = api.calibrate(list(logs), cluster, env=_env(env_pairs), nccl_version=nccl_version,
-                           collective=collective, gpus=gpus)
+                           collective=collective, gpus=gpus, nodes=nodes)
     save_cluster(result.spec, out)
     click.echo(result.text(), nl=False)
     click.echo(f"wrote {out}: `fabricsim perf --cluster {out} ...` predicts with the fitted values")

@@ -31,7 +31,7 @@ def sweep(sweep_file, output, fmt, use_ray, workers, retry_failed):
         result = api.sweep(sweep_file, output, format=fmt, ray=use_ray, workers=workers, retry_failed=retry_failed,
                            progress=progress)
     if result.backend == "pool":
-        where = f"a local pool of {result.workers} workers"
+        where = f"a local pool of {result.workers} worker{'s' * (result.workers != 1)}"
     else:
         address = os.environ.get("RAY_ADDRESS")
         where = f"the Ray cluster at {address}" if address else f"a local Ray of {result.workers} CPUs"

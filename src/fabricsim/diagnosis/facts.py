@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.importers.machine import Machine
 from fabricsim.importers.nccl_log import InfoLog, scan
 from fabricsim.reports.nccltests_log import ParsedLog, parse_nccl_tests
@@ -113,17 +113,19 @@ def read_facts(text: str, source: str, *, env: Mapping[str, str] | None = None, 
     if nccl_version:
         m = _VERSION.match(nccl_version)
         if not m:
-            raise FabricsimError(f"--nccl-version {nccl_version!r}: give the release as MAJOR.MINOR[.PATCH], e.g. 2.21")
+            raise FabricsimError(f"{option('nccl_version', nccl_version)}: give the release as MAJOR.MINOR[.PATCH], e.g. 2.21")
         if version and not version.startswith(f"{m.group(1)}.{m.group(2)}"):
-            raise FabricsimError(f"--nccl-version {nccl_version} but the log says NCCL {version}: drop --nccl-version")
+            raise FabricsimError(f"{option('nccl_version', nccl_version)} but the log says NCCL {version}: drop "
+                                 f"{option('nccl_version')}")
         if not version:
             version = nccl_version.strip()
     facts = Facts(source, text, log, info, merged, tuple(sorted(given)), version, quote, tuple(machines))
     if ranks is not None:
         if ranks < 1:
-            raise FabricsimError(f"--gpus {ranks}: a run has at least one rank")
+            raise FabricsimError(f"{option('gpus', ranks)}: a run has at least one rank")
         if facts.logged_ranks and facts.logged_ranks != ranks:
-            raise FabricsimError(f"--gpus {ranks}, but the log says {facts.logged_ranks} ranks: drop --gpus")
+            raise FabricsimError(f"{option('gpus', ranks)}, but the log says {facts.logged_ranks} ranks: drop "
+                                 f"{option('gpus')}")
         facts = replace(facts, ranks_given=ranks)
     return facts
 
@@ -133,10 +135,11 @@ def log_collective(facts: Facts, given: str | None) -> str:
     neither says, or fabricsim does not predict it."""
     coll = facts.log.collective or given
     if facts.log.collective and given and given != facts.log.collective:
-        raise FabricsimError(f"the log ran {facts.log.collective} but --collective says {given}: drop --collective")
+        raise FabricsimError(f"the log ran {facts.log.collective} but {option('collective')} says {given}: drop "
+                             f"{option('collective')}")
     if not coll:
         raise FabricsimError("the log does not name its collective (no '<name>_perf' or 'Collective test' line): "
-                             f"pass --collective ({', '.join(COLLECTIVES)})")
+                             f"pass {option('collective')} ({', '.join(COLLECTIVES)})")
     if coll not in COLLECTIVES:
         raise FabricsimError(f"collective {coll!r} is not one fabricsim predicts ({', '.join(COLLECTIVES)})")
     return coll

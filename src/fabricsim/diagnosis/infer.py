@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fabricsim.diagnosis.facts import Facts
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.importers.machine import Machine, Nic, merge
 from fabricsim.importers.mapping import matching_preset, to_spec
 from fabricsim.importers.nccl_log import machine
@@ -91,11 +91,22 @@ def inferred(facts: Facts, gpu: str | None = None) -> Target:
     return Target(s, tuple(range(total)), "inferred from the log", tuple(notes) + imp.assumptions, imp.gaps)
 
 
-def given(cluster: str | Path | ClusterSpec, facts: Facts) -> Target:
-    """A given cluster (preset name, YAML path or spec), presets sized to the log; the ranks the run used on it."""
+def given(cluster: str | Path | ClusterSpec, facts: Facts, nodes: int | None = None) -> Target:
+    """A given cluster (preset name, YAML path or spec), presets sized to the log; the ranks the run used on it.
+    `nodes`: the run's node count where the log does not say it (it must agree where the log does)."""
     notes: list[str] = []
     n = facts.ranks
-    nodes = _job_nodes(facts)
+    logged = _job_nodes(facts)
+    if nodes is not None:
+        if nodes < 1:
+            raise FabricsimError(f"{option('nodes', nodes)}: give a positive node count")
+        if n % nodes:
+            raise FabricsimError(f"{option('nodes', nodes)}: the run's {n} ranks do not split evenly over "
+                                 f"{nodes} nodes; give a node count that divides {n}")
+        if logged and logged != nodes:
+            raise FabricsimError(f"{option('nodes', nodes)}, but the log ran on {logged} nodes: drop "
+                                 f"{option('nodes')}")
+    nodes = nodes or logged
     if isinstance(cluster, ClusterSpec):
         spec, source = cluster, f"spec {cluster.name}"
     elif str(cluster) in PRESETS:

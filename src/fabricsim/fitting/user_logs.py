@@ -23,9 +23,10 @@ from fabricsim.validation.logs import ENV, LogCase, make_case, _version
 
 def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mapping[str, str] | None = None,
               nccl_version: str | None = None, collective: str | None = None,
-              gpus: int | None = None) -> tuple[LogCase, str, ClusterSpec]:
+              gpus: int | None = None, nodes: int | None = None) -> tuple[LogCase, str, ClusterSpec]:
     """The log at `path` as a case on `cluster`, the sha256 of its bytes, and the cluster it ran on (a preset sized
-    to the log). A calibrated cluster file's calibration is dropped from both: a fit starts from the catalog."""
+    to the log; `gpus` / `nodes`: the run's ranks and nodes where the log does not print them). A calibrated
+    cluster file's calibration is dropped from both: a fit starts from the catalog."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -39,7 +40,7 @@ def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mappi
     try:
         facts = read_facts(text, path.name, env=env, nccl_version=nccl_version, ranks=gpus)
         coll = log_collective(facts, collective)
-        target = infer.given(cluster, facts)
+        target = infer.given(cluster, facts, nodes)
         spec = dataclasses.replace(target.spec, calibrated=None)
         _check_hardware(text, spec, target.ranks, str(cluster) if not isinstance(cluster, ClusterSpec) else spec.name,
                         gpus)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.reports.nccltests_log import ParsedLog, ParsedRow, parse_nccl_tests
 from fabricsim.reports.nccltests_table import DTYPE_SIZES, PerfRow, bus_factor, float_str
 from fabricsim.units import GB, US, format_bytes
@@ -45,10 +45,11 @@ def log_collective(log: ParsedLog, override: str | None, known: tuple[str, ...])
     if coll is None:
         if override is None:
             raise FabricsimError("the log does not say which collective it ran (no '<name>_perf' line): "
-                                 "pass --collective, e.g. --collective all_gather")
+                                 f"pass {option('collective')}, e.g. {option('collective', 'all_gather')}")
         return override
     if override is not None and override != coll:
-        raise FabricsimError(f"the log ran {coll} but --collective says {override}: drop --collective")
+        raise FabricsimError(f"the log ran {coll} but {option('collective')} says {override}: drop "
+                             f"{option('collective')}")
     if coll not in known:
         raise FabricsimError(f"the log ran {coll}, which fabricsim does not predict: "
                              f"use a log of one of {', '.join(known)}")
@@ -62,15 +63,15 @@ def rank_mismatch(log_nranks: int, cluster: str, sized: str, n_gpus: int, gpus_p
     where = f"the log ran on {log_nranks} ranks but {cluster}{sized} has {n_gpus} GPUs"
     if Path(cluster).is_file():
         if log_nranks < unit:
-            return f"{where}: add --gpus {log_nranks} (the first {log_nranks} GPUs of one node)"
+            return f"{where}: add {option('gpus', log_nranks)} (the first {log_nranks} GPUs of one node)"
         if log_nranks % gpus_per_node == 0:
             return f"{where}: set nodes: {log_nranks // gpus_per_node} in {cluster}"
         return f"{where}: set nodes and gpus_per_node in {cluster} so that they multiply to {log_nranks}"
     if log_nranks < unit or log_nranks % unit == 0:
-        return f"{where}: use --gpus {log_nranks}"
+        return f"{where}: use {option('gpus', log_nranks)}"
     if unit == gpus_per_node:
         nodes = next(k for k in range(-(-log_nranks // gpus_per_node), log_nranks + 1) if log_nranks % k == 0)
-        return (f"{where}: use --nodes {nodes} --gpus {log_nranks} ({log_nranks // nodes} GPUs on each of {nodes} "
+        return (f"{where}: use {option('nodes', nodes)} {option('gpus', log_nranks)} ({log_nranks // nodes} GPUs on each of {nodes} "
                 "nodes)")
     return (f"{where}; {cluster} comes in whole units of {unit} GPUs, so no size runs {log_nranks} ranks: use a "
             f"cluster whose GPU count equals the log's ranks (a YAML cluster with {log_nranks} GPUs)")

@@ -89,10 +89,12 @@ def format_spread(spreads: list[EcmpSpread]) -> str:
     """The spread table printed under the nccl-tests table (busbw GB/s)."""
     seeds = spreads[0].seeds
     span = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-    lines = [f"# ECMP over {len(seeds)} hash seeds ({span}): each row above is its size's median seed; busbw (GB/s)",
-             f"# {'size':>12} {'min':>9} {'mean':>9} {'max':>9} {'min/max':>8} {'seed of min':>11} {'row seed':>8}"]
+    lines = [f"# busbw (GB/s) over {len(seeds)} ECMP hash seed{'s' * (len(seeds) != 1)} ({span}); the table above "
+             "shows each size at its median seed",
+             f"# {'size':>12} {'min':>9} {'mean':>9} {'max':>9} {'min/max':>8} {'min at seed':>11} "
+             f"{'median seed':>11}"]
     for s in spreads:
         ratio = s.low / s.high if s.high > 0 else 1.0
         lines.append(f"# {s.size_bytes:>12} {s.low / 1e9:>9.2f} {s.mean / 1e9:>9.2f} {s.high / 1e9:>9.2f} "
-                     f"{ratio:>8.3f} {s.low_seed:>11} {s.row_seed:>8}")
+                     f"{ratio:>8.3f} {s.low_seed:>11} {s.row_seed:>11}")
     return "\n".join(lines)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from fabricsim.engine.capacity import effective_capacity
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.topology import names as N
 from fabricsim.topology.faulted import Cut, apply_faults, report_of
 from fabricsim.topology.faults import Faults
@@ -84,7 +84,7 @@ def parse_counts(text: str) -> list[int]:
     except ValueError:
         counts = []
     if not counts or min(counts) < 0:
-        raise FabricsimError(f"--fail-count '{text}' must be a range such as 0..8 or a list such as 0,1,2,4 of "
+        raise FabricsimError(f"{option('fail_counts', text, flag='--fail-count')} must be a range such as 0..8 or a list such as 0,1,2,4 of "
                              "counts from 0")
     return sorted(set(counts))
 
@@ -94,16 +94,16 @@ def sweep(topo: Topology, ranks: np.ndarray, collective: str, nbytes: int, count
           progress: Callable[[int, int], None] | None = None) -> list[Row]:
     """The rows of a failures sweep; `timer(topology)` -> (busbw, algorithm, engine Result) of the collective."""
     if what not in WHAT:
-        raise FabricsimError(f"--what {what}: fail one of {', '.join(WHAT)}")
+        raise FabricsimError(f"{option('what', what)}: fail one of {', '.join(WHAT)}")
     if seeds < 1:
-        raise FabricsimError(f"--seeds {seeds}: draw each count with at least 1 seed")
+        raise FabricsimError(f"{option('seeds', seeds)}: draw each count with at least 1 seed")
     size = class_size(topo, what)
     if not size:
         has = [w for w in WHAT if class_size(topo, w)]
-        raise FabricsimError(f"{topo.name} has no {what} to fail: choose --what among the classes it has "
+        raise FabricsimError(f"{topo.name} has no {what} to fail: choose {option('what')} among the classes it has "
                              f"({', '.join(has)})")
     if max(counts) > size:
-        raise FabricsimError(f"--fail-count up to {max(counts)}, but {topo.name} has {size:,} {what}: sweep at most "
+        raise FabricsimError(f"{option('fail_counts', flag='--fail-count')} up to {max(counts)}, but {topo.name} has {size:,} {what}: sweep at most "
                              f"{size}")
     todo = sum(1 if k == 0 else seeds for k in counts)
     if todo > MAX_DRAWS:

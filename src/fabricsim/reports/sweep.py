@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.reports.nccltests_table import DTYPE_SIZES, ROOTED, PerfRow, count_for
 from fabricsim.units import MAX_BYTES
 # nccl-tests' -o names; its size column is the whole buffer for SIZE_IS_TOTAL; it prints the redop for REDUCING only
@@ -31,19 +31,21 @@ MAX_SWEEP_SIZES = 4096
 
 def sizes(minbytes: int, maxbytes: int, factor: float | None = None, step: int | None = None) -> list[int]:
     """nccl-tests' size sweep: multiply by `factor` (-f, default 2), or add `step` (-i), from -b up to -e inclusive."""
+    lo, hi = option("minbytes", flag="-b"), option("maxbytes", flag="-e")
     if maxbytes < minbytes:
-        raise FabricsimError(f"-e {maxbytes} is smaller than -b {minbytes}: the sweep runs from -b up to -e")
+        raise FabricsimError(f"{option('maxbytes', maxbytes, flag='-e')} is smaller than "
+                             f"{option('minbytes', minbytes, flag='-b')}: the sweep runs from {lo} up to {hi}")
     if maxbytes > MAX_BYTES:
-        raise FabricsimError(f"-e {maxbytes} bytes is more than fabricsim sizes a buffer ({MAX_BYTES} bytes, 256 TiB): "
-                             "use a smaller -e")
+        raise FabricsimError(f"{option('maxbytes', maxbytes, flag='-e')} bytes is more than fabricsim sizes a buffer "
+                             f"({MAX_BYTES} bytes, 256 TiB): use a smaller {hi}")
     if factor is not None and not math.isfinite(factor):
-        raise FabricsimError(f"-f {factor}: the factor must be a finite number greater than 1")
+        raise FabricsimError(f"{option('factor', factor, flag='-f')}: the factor must be a finite number greater than 1")
     if factor is not None and step is not None:
-        raise FabricsimError("give either -f FACTOR or -i STEP, not both")
+        raise FabricsimError(f"give either {option('factor', flag='-f')} or {option('step', flag='-i')}, not both")
     if step is not None and step <= 0:
-        raise FabricsimError(f"-i {step}: the step must be a positive number of bytes")
+        raise FabricsimError(f"{option('step', step, flag='-i')}: the step must be a positive number of bytes")
     if factor is not None and factor <= 1 and maxbytes > minbytes:
-        raise FabricsimError(f"-f {factor}: the factor must be greater than 1")
+        raise FabricsimError(f"{option('factor', factor, flag='-f')}: the factor must be greater than 1")
     out, size = [], minbytes
     while size <= maxbytes:
         out.append(size)
@@ -54,7 +56,8 @@ def sizes(minbytes: int, maxbytes: int, factor: float | None = None, step: int |
             break
         size = int(grown) if int(grown) > size else size + 1
         if len(out) > MAX_SWEEP_SIZES:
-            raise FabricsimError(f"the sweep has more than {MAX_SWEEP_SIZES} sizes: use a larger -f or -i")
+            raise FabricsimError(f"the sweep has more than {MAX_SWEEP_SIZES} sizes: use a larger "
+                                 f"{option('factor', flag='-f')} or {option('step', flag='-i')}")
     return out
 
 
@@ -79,15 +82,15 @@ def check_options(collective: str, n_ranks: int, *, dtype: str, redop: str, root
                              "schedule)")
     if cost_model == "nccl":
         if level is not None:
-            raise FabricsimError(f"--level {level} sets how fabricsim simulates; NCCL's cost model has no engine: "
-                                 "drop --level, or drop --cost-model nccl")
+            raise FabricsimError(f"{option('level', level)} sets how fabricsim simulates; NCCL's cost model has no "
+                                 f"engine: drop {option('level')}, or drop {option('cost_model', 'nccl')}")
         if library != "nccl":
-            raise FabricsimError("--library all adds fabricsim's own schedules, which NCCL's cost model does not "
-                                 "price: drop --library, or drop --cost-model nccl")
+            raise FabricsimError(f"{option('library', 'all')} adds fabricsim's own schedules, which NCCL's cost model "
+                                 f"does not price: drop {option('library')}, or drop {option('cost_model', 'nccl')}")
     if collective in ROOTED and not 0 <= root < n_ranks:
         raise FabricsimError(f"root {root} is outside the {n_ranks} ranks: use a root in 0..{n_ranks - 1}")
     if collective == "sendrecv" and n_ranks < 2:
-        raise FabricsimError("sendrecv needs at least 2 GPUs: use a larger --nodes/--gpus")
+        raise FabricsimError(f"sendrecv needs at least 2 GPUs: use a larger {option('nodes')}/{option('gpus')}")
     return "flow" if level is None and cost_model == "fabricsim" else (level or "")
 
 
@@ -161,8 +164,8 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
         elif system is not None:
             ch = nccl_model.nccl_predict(system, collective, nbytes, algo=algo_list, proto=proto_list, redop=redop,
                                          dtype=dtype)
-            out.append(Point(PerfRow(nbytes, count, dtype, op, r, ch.time_s, ch.algbw, ch.busbw, ch.algo, ch.proto,
-                                     ch.channels, "nccl-model"), ch))
+            out.append(Point(PerfRow(nbytes, count, dtype, op, r, ch.time_s, ch.algbw, ch.busbw, fabricsim_algo(ch.algo),
+                                     ch.proto.lower(), ch.channels, "nccl-model"), ch))  # spelled as fabricsim's rows
         else:
             out.append(_simulated(topo, ranks, collective, nbytes, count, elem, dtype, op, r, redop, algo_list,
                                   proto_list, level, library, nccl_version))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.topology.builders import build_topology
 from fabricsim.topology.faulted import apply_faults
 from fabricsim.topology.faults import NO_FAULTS, Faults
@@ -38,7 +38,8 @@ def load_spec(name_or_path: str | Path, nodes: int | None = None, gpus: int | No
             raise FabricsimError(f"cluster file {text} does not exist: check the path, or use a preset: {', '.join(PRESETS)}")
         spec = ClusterSpec.from_yaml(Path(text))
         if nodes is not None or gpus is not None:
-            raise FabricsimError(f"--nodes/--gpus resize presets only: edit 'nodes' in {text} instead")
+            raise FabricsimError(f"{option('nodes')}/{option('gpus')} resize presets only: edit 'nodes' in {text} "
+                                 "instead")
         return spec
     raise FabricsimError(f"unknown cluster '{text}': use a YAML file path or one of the presets: {', '.join(PRESETS)}")
 

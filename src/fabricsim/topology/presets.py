@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.topology.spec import ClusterSpec
 
 
@@ -21,7 +21,8 @@ def _size(preset: str, per_unit: int, unit: str, nodes_per_unit: int, nodes: int
         raise FabricsimError(f"preset {preset}: give nodes or gpus, not both")
     if gpus is not None:
         if gpus <= 0:
-            raise FabricsimError(f"preset {preset}: --gpus must be a positive multiple of {per_unit}, got {gpus}")
+            raise FabricsimError(f"preset {preset}: {option('gpus')} must be a positive multiple of {per_unit}, "
+                                 f"got {gpus}")
         if gpus % per_unit:
             lo = max(per_unit, gpus // per_unit * per_unit)
             raise FabricsimError(
@@ -31,7 +32,7 @@ def _size(preset: str, per_unit: int, unit: str, nodes_per_unit: int, nodes: int
     if nodes is None:
         return default_nodes
     if nodes <= 0:
-        raise FabricsimError(f"preset {preset}: --nodes must be positive, got {nodes}")
+        raise FabricsimError(f"preset {preset}: {option('nodes')} must be positive, got {nodes}")
     if nodes % nodes_per_unit:
         raise FabricsimError(
             f"preset {preset}: {nodes} node{'s are' if nodes > 1 else ' is'} not a multiple of the {nodes_per_unit} trays "

@@ -144,16 +144,13 @@ class _Timer:
         key = (collective, nbytes, ranks)
         if key not in self.cache:
             n = len(ranks)
-            if n == 1:
-                self.cache[key] = (0.0, "none", "none", 0, nbytes)
-            else:
-                per = 4 * (n if collective in SIZE_IS_TOTAL else 1)  # float elements, as fabricsim perf
-                timed = nbytes // per * per
-                if timed == 0:
-                    raise FabricsimError(f"{collective} of {nbytes} B on {n} ranks is less than one float per rank: "
-                                         "give a comm_size of at least 4 x ranks bytes")
-                choice = best(self.topo, collective, timed, ranks=np.asarray(ranks, dtype=np.int32))
-                self.cache[key] = (choice.result.time, choice.algorithm, choice.protocol, choice.channels, timed)
+            per = 4 * (n if collective in SIZE_IS_TOTAL else 1)  # float elements, as fabricsim perf
+            timed = nbytes // per * per
+            if timed == 0:
+                raise FabricsimError(f"{collective} of {nbytes} B on {n} rank{'s' * (n != 1)} is less than one float "
+                                     "per rank: give a comm_size of at least 4 x ranks bytes")
+            choice = best(self.topo, collective, timed, ranks=np.asarray(ranks, dtype=np.int32))  # 1 rank: NCCL's copy
+            self.cache[key] = (choice.result.time, choice.algorithm, choice.protocol, choice.channels, timed)
         return self.cache[key]
 
 

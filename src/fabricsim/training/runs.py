@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fabricsim import inputs
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.training import parallel as P
 from fabricsim.training.efficiency import family
 from fabricsim.training.models import ModelSpec, load_model
@@ -115,7 +115,8 @@ def layout_request(options: dict[str, Any], search: bool = False) -> tuple[P.Par
     if "recompute" in settings:
         P.check_recompute(settings["recompute"])
     if search and "dp" in sizes:
-        raise FabricsimError("--search chooses TP and PP and gives DP what is left: drop --dp (or drop --search)")
+        raise FabricsimError(f"{option('search')} chooses TP and PP and gives DP what is left: drop {option('dp')} "
+                             f"(or drop {option('search')})")
     template = P.Parallelism(**sizes, **settings) if sizes and not search else None
     defaults = {k: v for k, v in settings.items() if not (k == "global_batch" and v == 0)}
     if search:
@@ -137,19 +138,21 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
     spec_model = model if isinstance(model, ModelSpec) else load_model(str(model))
     if seq is not None:
         if seq < 1:
-            raise FabricsimError("--seq must be at least 1")
+            raise FabricsimError(f"{option('seq', seq)}: the sequence length must be at least 1")
         spec_model = replace(spec_model, seq=seq)
     if efficiency is not None and not 0.01 <= efficiency <= 1:
-        raise FabricsimError(f"--efficiency {efficiency} must be between 0.01 and 1, a fraction of peak compute")
+        raise FabricsimError(f"{option('efficiency', efficiency)} must be between 0.01 and 1, a fraction of peak "
+                             "compute")
     variants = list(dict.fromkeys(compare))
     bad = [v for v in variants if v not in VARIANTS]
     if bad:
-        raise FabricsimError(f"unknown --compare option {', '.join(bad)}: use some of {', '.join(VARIANTS)}")
+        raise FabricsimError(f"unknown {option('compare')} variant {', '.join(bad)}: use some of {', '.join(VARIANTS)}")
     template, defaults = layout_request(options, search)
     explicit = template is not None
     name = cluster if isinstance(cluster, str) else getattr(cluster, "name", "cluster")
     if steps is not None and not jitter:
-        raise FabricsimError("--steps counts the jittered steps drawn: give --jitter SIGMA too, or drop --steps")
+        raise FabricsimError(f"{option('steps')} counts the jittered steps drawn: give {option('jitter')} too, or drop "
+                             f"{option('steps')}")
     cluster, faults = _healthy(cluster, faults)
     whatif = None
     if faults or jitter:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.training import parallel as P
 from fabricsim.training.step import StepResult
 
@@ -164,9 +164,9 @@ def jitter(healthy: StepResult, speeds: dict[int, float], sigma: float, steps: i
     """Step times of `steps` steps with lognormal compute jitter `sigma` on every GPU (and `speeds`' slow GPUs, their
     compute time divided by their speed), against the same linear model without jitter."""
     if not (np.isfinite(sigma) and sigma > 0):
-        raise FabricsimError(f"--jitter {sigma}: the lognormal sigma must be a positive number (e.g. 0.05)")
+        raise FabricsimError(f"{option('jitter', sigma)}: the lognormal sigma must be a positive number (e.g. 0.05)")
     if not 1 <= steps <= MAX_STEPS:
-        raise FabricsimError(f"--steps {steps}: time 1 to {MAX_STEPS:,} steps")
+        raise FabricsimError(f"{option('steps', steps)}: time 1 to {MAX_STEPS:,} steps")
     par = healthy.parallelism
     m, vp, n = par.micro_batches, par.vp, par.n_gpus
     opt = healthy.compute_parts.get("optimizer", 0.0)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from fabricsim import hardware, topology
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.topology.model import Topology
 from fabricsim.training import parallel as P
 from fabricsim.training.models import ModelSpec
@@ -214,7 +214,7 @@ def scaling_runs(model: ModelSpec, cluster, gpu_counts: Sequence[int], template:
         from fabricsim.training.comm import engine_comm_model as comm_factory
     counts = sorted(set(int(n) for n in gpu_counts))
     if not counts or counts[0] < 1:
-        raise FabricsimError("give at least one GPU count >= 1, e.g. --gpus 8,64,512")
+        raise FabricsimError(f"give at least one GPU count >= 1, e.g. {option('gpus', [8, 64, 512])}")
     if search and template is not None:
         raise FabricsimError("a layout search needs no template: give tp / pp as defaults to fix them")
     batch = (template.global_batch if template is not None else defaults.get("global_batch", 0)) or 0

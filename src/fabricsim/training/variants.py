@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fabricsim import hardware
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.topology.spec import ClusterSpec
 
 NVL72_TRAY_GPUS, NVL72_DOMAIN, NVL72_SWITCH_CHIPS = 4, 72, 18  # GB200 NVL72: 18 trays x 4 GPUs, 18 NVSwitch chips (NV-GB200-UG)
@@ -17,7 +17,7 @@ def _pcie(s: ClusterSpec) -> ClusterSpec:
 
 def _xdr(s: ClusterSpec) -> ClusterSpec:
     if s.fabric == "none":
-        raise FabricsimError(f"cluster {s.name} has no scale-out fabric to upgrade to XDR: drop 'xdr' from --compare")
+        raise FabricsimError(f"cluster {s.name} has no scale-out fabric to upgrade to XDR: drop 'xdr' from {option('compare')}")
     # ConnectX-8 800 Gb/s XDR with Quantum-X800 Q3400 switches (NV-ConnectX, NV-B300-RA XDR variant); Ethernet: SN5600 800G.
     if s.fabric == "infiniband":
         return replace(s, nic="cx8", nic_gbps=800.0, leaf_switch="q3400", spine_switch="q3400")
@@ -29,11 +29,11 @@ def _nvl72_chips(gpu_name: str) -> int:
     has smaller switch chips (an H100 NVL72 needs ceil(72 x 18 / 64) = 21 NVSwitch3 chips)."""
     gpu = hardware.get_gpu(gpu_name)
     if not gpu.scaleup_link:
-        raise FabricsimError(f"{gpu.name} has no NVLink, so it cannot form an NVL72 domain: drop 'nvl72' from --compare")
+        raise FabricsimError(f"{gpu.name} has no NVLink, so it cannot form an NVL72 domain: drop 'nvl72' from {option('compare')}")
     ports = [sw.ports for sw in hardware.SWITCHES.values() if sw.kind == "nvswitch" and sw.port_link == gpu.scaleup_link]
     if not ports:
         raise FabricsimError(f"no NVSwitch in the catalog has {gpu.scaleup_link} ports for an NVL72 of {gpu.name}: "
-                             "drop 'nvl72' from --compare")
+                             "drop 'nvl72' from {option('compare')}")
     return max(NVL72_SWITCH_CHIPS, -(-NVL72_DOMAIN * gpu.scaleup_links // max(ports)))
 
 
@@ -46,13 +46,13 @@ def _nvl72(s: ClusterSpec) -> ClusterSpec:
 
 def _sharp(s: ClusterSpec) -> ClusterSpec:
     if s.fabric != "infiniband":
-        raise FabricsimError(f"SHARP needs an InfiniBand fabric and {s.name} has '{s.fabric}': drop 'sharp' from --compare")
+        raise FabricsimError(f"SHARP needs an InfiniBand fabric and {s.name} has '{s.fabric}': drop 'sharp' from {option('compare')}")
     return replace(s, sharp=not s.sharp)
 
 
 def _routing(s: ClusterSpec) -> ClusterSpec:
     if s.fabric == "none":
-        raise FabricsimError(f"cluster {s.name} has no scale-out fabric to route: drop 'routing' from --compare")
+        raise FabricsimError(f"cluster {s.name} has no scale-out fabric to route: drop 'routing' from {option('compare')}")
     return replace(s, routing="adaptive" if s.routing == "ecmp" else "ecmp")
 
 
@@ -69,5 +69,5 @@ VARIANTS = {
 def variant(spec: ClusterSpec, name: str) -> ClusterSpec:
     """`spec` with one interconnect feature changed; the name records the change."""
     if name not in VARIANTS:
-        raise FabricsimError(f"unknown --compare option '{name}': use one of {', '.join(VARIANTS)}")
+        raise FabricsimError(f"unknown {option('compare')} variant '{name}': use one of {', '.join(VARIANTS)}")
     return replace(VARIANTS[name][1](spec), name=f"{spec.name}+{name}")

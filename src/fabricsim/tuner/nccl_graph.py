@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.engine import chunking, nccl_constants as K
 from fabricsim.tuner import nccl_versions
 from fabricsim.tuner.nccl_ring_search import mesh_rings
@@ -78,7 +78,7 @@ class NcclSystem:
             raise FabricsimError("NcclSystem: pcie_bw must be > 0 (x16: Gen3 12, Gen4 24, Gen5 48 GB/s)")
         if not self.release.supports(self.compcap):
             raise FabricsimError(f"{self.release.label} does not know GPUs of compute capability {self.compcap / 10:.1f} "
-                                 "(Hopper arrived in NCCL 2.15.5, Blackwell in 2.25.1): give a newer --nccl-version")
+                                 f"(Hopper arrived in NCCL 2.15.5, Blackwell in 2.25.1): give a newer {option('nccl_version')}")
 
     @property
     def release(self) -> nccl_versions.Release:

@@ -20,7 +20,7 @@ from fabricsim.engine import Job, simulate
 from fabricsim.engine.bound import least_time
 from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.engine.result import Result
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.topology.model import Topology
 from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner import nccl_graph, nccl_model, nccl_versions, one_rank
@@ -86,7 +86,7 @@ def _filter(pairs: list[tuple[str, str]], algos: Selection | None, protos: Selec
         offered = sorted({p[0] for p in pairs})
         kept = [p for p in pairs if algos.keeps(p[0])]
         if not kept and algos.exclude:
-            raise FabricsimError(f"--algo {algos.spec()} excludes every algorithm that applies to {collective} here "
+            raise FabricsimError(f"{option('algo', algos.spec())} excludes every algorithm that applies to {collective} here "
                                  f"({', '.join(offered)}): leave at least one")
         if not kept:
             raise FabricsimError(f"algorithm {', '.join(algos.names)} does not apply to {collective} on this cluster; "
@@ -94,12 +94,12 @@ def _filter(pairs: list[tuple[str, str]], algos: Selection | None, protos: Selec
         pairs = kept
     if protos:
         if not protos.apply(PROTOCOLS):
-            raise FabricsimError(f"--proto {protos.spec()} excludes every protocol: exclude some, not all, of "
+            raise FabricsimError(f"{option('proto', protos.spec())} excludes every protocol: exclude some, not all, of "
                                  f"{', '.join(PROTOCOLS)}")
         kept = [p for p in pairs if protos.keeps(p[1])]
         if not kept:
             raise FabricsimError(
-                f"protocol --proto {protos.spec()} leaves none that applies to algorithm(s) "
+                f"protocol {option('proto', protos.spec())} leaves none that applies to algorithm(s) "
                 f"{', '.join(sorted({p[0] for p in pairs}))}: LL and LL128 exist only for ring and tree")
         pairs = kept
     return pairs
@@ -134,7 +134,7 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
                        ll128_rule=protos is None)
     rel = nccl_versions.release(nccl_version)
     if forced and not any(rel.has_algorithm(a) for a in algos.names):
-        raise FabricsimError(f"{rel.label} has no {', '.join(algos.names)}: give a newer --nccl-version "
+        raise FabricsimError(f"{rel.label} has no {', '.join(algos.names)}: give a newer {option('nccl_version')} "
                              "(tuner.nccl_versions lists when each algorithm arrived)")
     if not nccl_model.nvls_reduces(collective, redop, dtype):
         pairs = [p for p in pairs if p[0] not in ("nvls", "nvls_tree")]
