@@ -17,7 +17,7 @@ plain data (records, or a pandas DataFrame with the `fabricsim[pandas]` extra) a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from fabricsim.fitting.fit import FitResult
     from fabricsim.reports.compare import CompareRow, CompareSummary
     from fabricsim.reports.ecmp import EcmpSpread
+    from fabricsim.reports.nccl_env import EnvEffect, RunSetup
     from fabricsim.reports.failures import Row as FailuresRow
     from fabricsim.reports.nccltests_log import ParsedLog
     from fabricsim.reports.nccltests_table import PerfRow
@@ -275,6 +276,7 @@ class PerfResult:
     nccl: str = ""  # the NCCL release whose rules applied ('NCCL 2.30.7'; tuner.nccl_versions)
     nccl_version: Any = None  # as given (None: the newest modelled)
     ecmp: tuple[EcmpSpread, ...] = ()  # per size, busbw over ECMP hash seeds (perf(ecmp_seeds=N)); () for one
+    env: tuple[EnvEffect, ...] = ()  # how each NCCL variable of perf(env=...) was honoured (reports.nccl_env)
 
     def meta(self) -> dict[str, Any]:
         """Where the figures come from: cluster, GPUs and ranks, collective, cost model, engine level, version."""
@@ -285,7 +287,8 @@ class PerfResult:
                 "routing": topo.features.get("routing") if topo.features.get("fabric") else None,
                 "algo": list(self.algo) if self.algo else None, "proto": list(self.proto) if self.proto else None,
                 "faults": list(c.faults.lines) if c.faults is not None else None,
-                **({"ecmp_seeds": list(self.ecmp[0].seeds)} if self.ecmp else {})}
+                **({"ecmp_seeds": list(self.ecmp[0].seeds)} if self.ecmp else {}),
+                **({"env": [asdict(e) for e in self.env]} if self.env else {})}
 
     def to_records(self) -> list[dict[str, Any]]:
         """One dict per size, as `fabricsim perf --format json` prints its rows (units in the key names)."""
@@ -350,7 +353,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
          algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None, dtype: str = "float",
          op: str = "sum", root: int = 0, level: str | None = None, cost_model: str = "fabricsim", library: str = "nccl",
          progress: Progress | None = None, nccl_version: str | tuple[int, ...] | None = None,
-         ecmp_seeds: int = 1) -> PerfResult:
+         ecmp_seeds: int = 1, env: Mapping[str, str] | None = None) -> PerfResult:
     """What nccl-tests' `<collective>_perf` would print on `cluster`, per size.
 
     `algo` / `proto` restrict the candidates as NCCL_ALGO / NCCL_PROTO do ('ring,tree', '^nvls'); `dtype` and
@@ -359,7 +362,9 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     `library` 'all' adds fabricsim's schedules NCCL does not run (Rabenseifner, Bruck, ...). `nccl_version`
     ('2.18', '2.26.5', (2, 28)) is the NCCL release whose rules apply (its algorithms, LL128 rule, channels,
     chunks; fabricsim.tuner.nccl_versions); None: the newest modelled. `ecmp_seeds` N > 1 times the sweep under N
-    ECMP hash seeds (from the cluster's `ecmp_seed`): each row is its size's median seed, `ecmp` the spread."""
+    ECMP hash seeds (from the cluster's `ecmp_seed`): each row is its size's median seed, `ecmp` the spread.
+    `env` ({'NCCL_BUFFSIZE': '4194304', 'NCCL_P2P_DISABLE': '1', ...}) is the run's NCCL environment, honoured as
+    `fabricsim.reports.nccl_env.ENV` says (`result.env` lists how each variable was)."""
     from fabricsim.reports import ecmp
     from fabricsim.reports.sweep import check_options, forced_notes, predict
     from fabricsim.tuner.nccl_versions import release
@@ -369,6 +374,9 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
                               cost_model=cost_model, library=library)
     size_list = _size_list(sizes)
     algos, protos = _names(algo, "algo", collective), _names(proto, "proto", collective)
+    c, run_env, effects = _with_env(c, collective, env or {})
+    algos = _one_choice(algos, run_env.algos, "algo", "NCCL_ALGO", "algorithms")
+    protos = _one_choice(protos, run_env.protos, "proto", "NCCL_PROTO", "protocols")
     notes = forced_notes(c.topology, c.ranks, collective, algos) + _fault_notes(c, cost_model)
     rel = release(nccl_version)
     seeds = ecmp.check_seeds(ecmp_seeds)
@@ -384,12 +392,36 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
         tick = None if progress is None else (lambda done, total: progress(k * total + done, seeds * total))
         return predict(topo, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
                        protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
-                       progress=tick, nccl_version=nccl_version)
+                       progress=tick, nccl_version=nccl_version, chunk_env=run_env.chunk_env)
 
     points, spread = ecmp.over_seeds(c.topology, seeds, run) if seeds > 1 else (run(c.topology), [])
     return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
                       tuple(p.pick for p in points), tuple(notes), tuple(algos) if algos else None,
-                      tuple(protos) if protos else None, rel.label, nccl_version, tuple(spread))
+                      tuple(protos) if protos else None, rel.label, nccl_version, tuple(spread), effects)
+
+
+def _with_env(c: Cluster, collective: str, env: Mapping[str, str],
+              log_text: str = "") -> tuple[Cluster, RunSetup, tuple[EnvEffect, ...]]:
+    """`c` as the NCCL environment `env` leaves it (NCCL_P2P_DISABLE rebuilds it, on the same ranks), what the
+    environment chose, and how each variable was honoured (`log_text`: the run's log, where it says more, e.g. that
+    a tuner plugin did not load)."""
+    from fabricsim import topology
+    from fabricsim.reports.nccl_env import RunSetup, environment
+
+    run = RunSetup(c.spec, collective, log_text)
+    effects = environment(run, env)
+    if run.spec is not c.spec:
+        topo = topology.build(run.spec)
+        c = Cluster(topo.name, c.source, topo, c.ranks)
+    return c, run, effects
+
+
+def _one_choice(given: list[str] | None, from_env: tuple[str, ...] | None, name: str, var: str,
+                what: str) -> list[str] | None:
+    """The algorithms (protocols) a call may use: as given, or as the environment's NCCL_ALGO (NCCL_PROTO) says."""
+    if given and from_env:
+        raise FabricsimError(f"{option(name)} and {var} both choose the {what}: give one of them")
+    return given or (list(from_env) if from_env else None)
 
 
 def _fault_notes(c: Cluster, cost_model: str) -> list[str]:
@@ -539,11 +571,14 @@ class CompareResult:
 def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | ClusterSpec, *, collective: str | None = None,
             placement: str = "out", algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None,
             level: str | None = None, cost_model: str = "fabricsim", progress: Progress | None = None,
-            nccl_version: str | tuple[int, ...] | None = None) -> CompareResult:
+            nccl_version: str | tuple[int, ...] | None = None, env: Mapping[str, str] | None = None) -> CompareResult:
     """Score a real nccl-tests log (a path, or a parsed log) against fabricsim's prediction of its sizes on
     `cluster`, whose GPUs used must equal the log's ranks. `placement` 'out' or 'in': which columns of the log;
     `collective` only for a log that does not name its own; `nccl_version` the NCCL release whose rules apply
-    (default: the one the log prints, else the newest modelled); the rest as in `perf`."""
+    (default: the one the log prints, else the newest modelled). The run's NCCL environment is the log's own
+    'NCCL_X set by environment to V' lines, then `env`, honoured as in `perf` (a variable of the log fabricsim
+    does not know is a note; `algo` / `proto` given here win over the log's NCCL_ALGO / NCCL_PROTO); the rest as
+    in `perf`."""
     from fabricsim.tuner.nccl_versions import release
     from fabricsim.reports import compare as report
     from fabricsim.reports.nccltests_log import ParsedLog
@@ -569,7 +604,10 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
                               library="nccl")
     algos, protos = _names(algo, "algo", coll), _names(proto, "proto", coll)
-    notes = forced_notes(c.topology, c.ranks, coll, algos) + _fault_notes(c, cost_model)
+    c, run_env, effects, env_notes = _log_env(text, env or {}, coll, c)
+    algos = algos or (list(run_env.algos) if run_env.algos else None)
+    protos = protos or (list(run_env.protos) if run_env.protos else None)
+    notes = forced_notes(c.topology, c.ranks, coll, algos) + _fault_notes(c, cost_model) + env_notes
     notes += gpu_notes(text, c.spec.gpu, c.name) if text is not None else []
     kept, skipped = report.comparable(parsed.rows, placement)
     done = [0]
@@ -582,7 +620,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     def rows_for(size_list: list[int], *, dtype: str, redop: str, root: int) -> list[PerfRow]:
         points = predict(c.topology, c.ranks, coll, size_list, dtype=dtype, redop=redop, root=root, algos=algos,
                          protos=protos, level=level_run or "flow", library="nccl", cost_model=cost_model,
-                         progress=tick, nccl_version=version)
+                         progress=tick, nccl_version=version, chunk_env=run_env.chunk_env)
         return [p.row for p in points]
 
     predicted = report.predict_like_log(rows_for, kept)
@@ -591,8 +629,25 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
             "collective": coll, "log_nranks": parsed.nranks, "nccl_version": parsed.nccl_version, "cluster": c.name,
             "gpus": c.n_gpus, "ranks": rank_ranges(c.ranks), "placement": placement, "cost_model": cost_model,
             "level": level_run or None, "nccl": rel.label,
-            "faults": list(c.faults.lines) if c.faults is not None else None}
+            "faults": list(c.faults.lines) if c.faults is not None else None,
+            **({"env": [asdict(e) for e in effects]} if effects else {})}
     return CompareResult(tuple(rows), report.summarize(rows), tuple(skipped), meta, tuple(notes))
+
+
+def _log_env(text: str | None, env: Mapping[str, str], collective: str,
+             c: Cluster) -> tuple[Cluster, RunSetup, tuple[EnvEffect, ...], list[str]]:
+    """The log's NCCL environment ('set by environment' lines, then `env`) applied to `c`: the cluster as it leaves
+    it, what it chose, how each variable was honoured, and a note per variable of the log fabricsim does not know."""
+    from fabricsim.importers.nccl_log import scan
+    from fabricsim.reports.nccl_env import ENV
+
+    logged = scan(text).env if text is not None else {}
+    unknown = sorted(v for v in logged if v not in ENV and v not in env)
+    known = {**{k: v for k, v in logged.items() if k in ENV}, **env}
+    c, run, effects = _with_env(c, collective, known, text or "")
+    notes = [f"the log sets {v}={logged[v]}, which fabricsim does not know how to honour: predicted without it"
+             for v in unknown]
+    return c, run, effects, notes
 
 
 def gpu_notes(text: str, gpu: str, cluster: str) -> list[str]:

@@ -156,7 +156,7 @@ def test_a_tuner_plugin_the_log_says_did_not_load_changes_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"env": {"NCCL_SOMETHING_NEW": "1"}}, "env NCCL_SOMETHING_NEW=1 is not one fabricsim knows how to honour"),
+    ({"env": {"NCCL_SOMETHING_NEW": "1"}}, "NCCL_SOMETHING_NEW=1 is not an NCCL variable fabricsim knows how to honour: give one of NCCL_ALGO"),
     ({"hardware": {"gpu": "GB200", "gpus_per_node": 4, "nodes": 3}}, "has 2 nodes of 4 GPUs but the log ran 3 of 4"),
     ({"hardware": {"gpu": "H100", "gpus_per_node": 4, "nodes": 2}}, "has GPU GB200 but the index says H100"),
     ({"hardware": {"gpu": "GB200", "gpus_per_node": 2, "nodes": 2}}, "the log says 8 ranks but nodes x gpus_per_node is 4"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from fabricsim.cli.doctor import _env
+from fabricsim.cli.options import parse_env
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import COLLECTIVES
 
@@ -33,7 +33,7 @@ def calibrate(logs, cluster, output, env_pairs, nccl_version, collective, gpus, 
         raise FabricsimError(f"-o {output}: write the calibrated cluster as a .yaml file, e.g. -o mycluster.yaml")
     if any(Path(log).resolve() == out.resolve() for log in logs):
         raise FabricsimError(f"-o {output} is one of the logs: name another file")
-    result = api.calibrate(list(logs), cluster, env=_env(env_pairs), nccl_version=nccl_version,
+    result = api.calibrate(list(logs), cluster, env=parse_env(env_pairs), nccl_version=nccl_version,
                            collective=collective, gpus=gpus, nodes=nodes)
     save_cluster(result.spec, out)
     click.echo(result.text(), nl=False)

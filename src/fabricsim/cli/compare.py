@@ -6,7 +6,8 @@ import click
 
 from fabricsim.cli.options import cost_model as pick_cost_model
 from fabricsim.cli.options import (check_report, engine_options, fault_lines, fault_options, faults_given,
-                                   nccl_version_option, notes, report_option, routing_option, size_options)
+                                   nccl_version_option, notes, parse_env, report_option, routing_option,
+                                   size_options)
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 
@@ -23,6 +24,8 @@ PERF_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "
               help="Only for logs that do not name their collective (e.g. nccl-tests v2.9 without the binary line).")
 @engine_options
 @nccl_version_option
+@click.option("--env", "env_pairs", multiple=True,
+              help="An NCCL variable the run set that the log does not print, NCCL_NAME=VALUE; repeatable.")
 @click.option("--placement", default="out", show_default=True, type=click.Choice(["out", "in"]),
               help="Compare against the out-of-place or the in-place columns of the log.")
 @click.option("--plot", "plot_path", default=None,
@@ -30,7 +33,7 @@ PERF_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "
 @click.option("--format", "fmt", default="table", show_default=True, type=click.Choice(["table", "json"]))
 @report_option
 def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collective, algo, proto, nccl_version,
-            placement, level, cost_model, old_model, plot_path, fmt, report_path):
+            env_pairs, placement, level, cost_model, old_model, plot_path, fmt, report_path):
     """Compare a real nccl-tests LOG with fabricsim's prediction of the same sizes on a cluster."""
     from fabricsim import api
     from fabricsim.reports import compare as report
@@ -54,10 +57,11 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
         raise FabricsimError(report.rank_mismatch(log.nranks, cluster, sized, c.n_gpus, int(c.spec.gpus_per_node),
                                                   api._unit(c.spec)))
     with progress_bar("compare") as progress:
-        result = api.compare(log, c, collective=collective, placement=placement, algo=algo, proto=proto, level=level,
-                             cost_model=model, progress=progress, nccl_version=nccl_version)
+        result = api.compare(log_path, c, collective=collective, placement=placement, algo=algo, proto=proto,
+                             level=level, cost_model=model, progress=progress, nccl_version=nccl_version,
+                             env=parse_env(env_pairs))  # the path: the log's own environment lines apply
     meta = {**result.meta, "log": str(log_path)}
-    notes((*result.notes, *api.gpu_notes(text, c.spec.gpu, c.name)))
+    notes(result.notes)
     if plot_path is not None:
         from fabricsim.reports.plotting import save_figure
 
@@ -76,4 +80,5 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
     title = f"fabricsim compare: {m['collective']} log ({ranks}{nccl}, {columns} columns) vs {c.name} ({gpus_used}), {how}"
     if c.faults is not None:
         title += "\n" + "\n".join(fault_lines(c.faults))
+    title += "".join(f"\n# {e['var']}={e['value']}: {e['status']} ({e['why']})" for e in m.get("env", ()))
     click.echo(report.format_table(list(result.rows), result.summary, title, list(result.skipped)), nl=False)

@@ -4,19 +4,8 @@ from __future__ import annotations
 
 import click
 
-from fabricsim.cli.options import notes
-from fabricsim.errors import FabricsimError
+from fabricsim.cli.options import notes, parse_env
 from fabricsim.schedules import COLLECTIVES
-
-
-def _env(pairs: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        var, eq, value = pair.partition("=")
-        if not eq or not var:
-            raise FabricsimError(f"--env {pair!r}: give NCCL_NAME=VALUE, e.g. --env NCCL_P2P_DISABLE=1")
-        out[var.strip()] = value.strip()
-    return out
 
 
 @click.command("doctor")
@@ -43,7 +32,7 @@ def doctor(log_path, cluster, topo_files, env_pairs, nccl_version, collective, g
     from fabricsim import api
     from fabricsim.diagnosis import report
 
-    d = api.doctor(log_path, cluster, topo=topo_files, env=_env(env_pairs), nccl_version=nccl_version,
+    d = api.doctor(log_path, cluster, topo=topo_files, env=parse_env(env_pairs), nccl_version=nccl_version,
                    collective=collective, gpu=gpu, gpus=gpus, threshold=threshold, level=level)
     if cluster is not None:
         notes(api.gpu_notes(d.facts.text, d.target.spec.gpu, str(cluster)))

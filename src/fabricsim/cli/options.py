@@ -77,6 +77,17 @@ def nccl_version_option(f):
                              "2.26.5 (default: the newest modelled; compare: the one the log prints).")(f)
 
 
+def parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
+    """--env NCCL_NAME=VALUE pairs (repeatable) -> {name: value}."""
+    out = {}
+    for pair in pairs:
+        var, eq, value = pair.partition("=")
+        if not eq or not var:
+            raise FabricsimError(f"--env {pair!r}: give NCCL_NAME=VALUE, e.g. --env NCCL_P2P_DISABLE=1")
+        out[var.strip()] = value.strip()
+    return out
+
+
 def cost_model(new: str | None, old: str | None) -> str:
     """--cost-model, or the deprecated --model with a note on stderr (train's --model names a training model)."""
     if old is not None:

@@ -6,7 +6,8 @@ import click
 
 from fabricsim.cli.options import cost_model as pick_cost_model
 from fabricsim.cli.options import (check_report, engine_options, fault_lines, fault_options, faults_given,
-                                   nccl_version_option, notes, report_option, routing_option, size_options)
+                                   nccl_version_option, notes, parse_env, report_option, routing_option,
+                                   size_options)
 from fabricsim.cli.progress import progress_bar
 from fabricsim.errors import FabricsimError
 from fabricsim.reports.nccltests_table import DTYPE_SIZES
@@ -37,13 +38,15 @@ from fabricsim.schedules import COLLECTIVES as PERF_COLLECTIVES  # every collect
                    "'explain' list).")
 @click.option("--trace", "trace_path", default=None,
               help="Write a Chrome/Perfetto trace (JSON, open in ui.perfetto.dev) of the largest size's simulation.")
+@click.option("--env", "env_pairs", multiple=True,
+              help="An NCCL variable the run sets, NCCL_NAME=VALUE (e.g. NCCL_BUFFSIZE=8388608); repeatable.")
 @click.option("--ecmp-seeds", "ecmp_seeds", type=click.IntRange(1), default=1, show_default=True,
               help="Time the sweep under N ECMP hash seeds (from the cluster's ecmp_seed): each row is its size's "
                    "median seed, with the busbw spread below (collisions are the hash's luck).")
 @report_option
 def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbytes, maxbytes, stepfactor, stepbytes,
          datatype, redop, root, algo, proto, nccl_version, fmt, level, cost_model, old_model, library, explain,
-         trace_path, ecmp_seeds, report_path):
+         trace_path, env_pairs, ecmp_seeds, report_path):
     """Predict nccl-tests output for COLLECTIVE on a cluster (time, algbw, busbw per size)."""
     from fabricsim import api
     from fabricsim.units import parse_size
@@ -70,7 +73,7 @@ def perf(collective, cluster, nodes, gpus, routing, fail, degrade, seed, minbyte
     with progress_bar(f"perf {collective}") as progress:
         result = api.perf(c, collective, size_list, algo=algo, proto=proto, dtype=datatype, op=redop, root=root,
                           level=level, cost_model=model, library=library, progress=progress, nccl_version=nccl_version,
-                          ecmp_seeds=ecmp_seeds)
+                          ecmp_seeds=ecmp_seeds, env=parse_env(env_pairs))
     notes(result.notes)
     if trace_path:
         from fabricsim.engine import to_perfetto
@@ -128,6 +131,7 @@ def _table(result, reduced_to: int | None = None) -> str:
             + (f", {topo.features['routing']} routing" if topo.features.get("fabric") and result.level else "")
             + f", {result.nccl} rules"]
     head += fault_lines(c.faults)
+    head += [f"# {e.var}={e.value}: {e.status} ({e.why})" for e in result.env]
     if reduced_to is not None:
         head.append(f"#\n# Reducing maxBytes to {reduced_to} due to memory limitation")
     if result.collective == "alltoall" and c.n_gpus > MAX_ALLTOALL_RANKS and result.level:

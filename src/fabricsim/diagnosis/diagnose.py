@@ -31,7 +31,8 @@ from fabricsim.errors import FabricsimError
 from fabricsim.importers.machine import Machine
 from fabricsim.topology import build
 from fabricsim.topology.spec import ClusterSpec
-from fabricsim.validation.logs import ENV, LogCase, make_case, score
+from fabricsim.reports.nccl_env import ENV
+from fabricsim.validation.logs import LogCase, make_case, score
 
 DEFAULT_THRESHOLD = 0.25  # a size falls short when measured busbw < (1 - 0.25) x predicted (issue 15)
 _PART = 0.25  # a cause that closes at least a quarter of the gap (log terms) explains part of it

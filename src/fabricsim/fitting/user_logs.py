@@ -18,7 +18,8 @@ from fabricsim.errors import FabricsimError
 from fabricsim.importers.nccl_log import device_names
 from fabricsim.reports.compare import gpu_mismatch, rank_mismatch
 from fabricsim.topology.spec import ClusterSpec
-from fabricsim.validation.logs import ENV, LogCase, make_case, _version
+from fabricsim.reports.nccl_env import ENV
+from fabricsim.validation.logs import LogCase, make_case, _version
 
 
 def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mapping[str, str] | None = None,

@@ -139,10 +139,11 @@ class Point:
 def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], *, dtype: str = "float",
             redop: str = "sum", root: int = 0, algos: Sequence[str] | None = None, protos: Sequence[str] | None = None,
             level: str = "flow", library: str = "nccl", cost_model: str = "fabricsim",
-            progress: Progress | None = None, nccl_version=None) -> list[Point]:
+            progress: Progress | None = None, nccl_version=None, chunk_env=None) -> list[Point]:
     """One nccl-tests row per size (size and count as nccl-tests rounds them) and the pick behind it.
     `ranks` are the GPU ranks of the communicator (a partial node uses the first few); `nccl_version` the NCCL
-    release whose rules apply (tuner.nccl_versions; None: the newest modelled)."""
+    release whose rules apply (tuner.nccl_versions; None: the newest modelled); `chunk_env` the buffer and chunk
+    sizes the run's NCCL environment set (engine.chunking.ChunkEnv; NCCL's cost model has no buffers)."""
     from fabricsim.tuner import nccl_model
 
     elem = DTYPE_SIZES[dtype]
@@ -168,18 +169,19 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
                                      ch.proto.lower(), ch.channels, "nccl-model"), ch))  # spelled as fabricsim's rows
         else:
             out.append(_simulated(topo, ranks, collective, nbytes, count, elem, dtype, op, r, redop, algo_list,
-                                  proto_list, level, library, nccl_version))
+                                  proto_list, level, library, nccl_version, chunk_env))
         if progress is not None:
             progress(i + 1, len(size_list))
     return out
 
 
 def _simulated(topo, ranks, collective, nbytes, count, elem, dtype, op, root, redop, algos, protos, level,
-               library, nccl_version) -> Point:
+               library, nccl_version, chunk_env=None) -> Point:
     from fabricsim.tuner.select import best
 
     choice = best(topo, collective, nbytes, ranks=ranks, elem_size=elem, algos=algos, protos=protos, level=level,
-                  library=library, root=max(root, 0), redop=redop, dtype=dtype, nccl_version=nccl_version)
+                  library=library, root=max(root, 0), redop=redop, dtype=dtype, nccl_version=nccl_version,
+                  chunk_env=chunk_env)
     res = choice.result
     neck = res.bottlenecks[0].name if res.bottlenecks else None
     return Point(PerfRow(nbytes, count, dtype, op, root, res.time, res.algbw, res.busbw, choice.algorithm,

@@ -1,0 +1,168 @@
+"""The NCCL environment of a run, as a prediction honours it: each variable NCCL reads that fabricsim knows is
+'applied' (the prediction follows it: a forced algorithm or protocol, resized buffers and chunks, P2P off), said by
+the cluster file, of no effect (NCCL's default, or nothing this run does), or 'not modelled' (NCCL changes
+behaviour and fabricsim cannot follow), with why. `perf --env`, `compare` (with the log's own 'set by environment'
+lines), `doctor`, `calibrate` and `validate --logs` read a run's environment through `ENV`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from fabricsim.engine.chunking import ChunkEnv
+from fabricsim.errors import FabricsimError
+from fabricsim.topology.spec import ClusterSpec
+from fabricsim.vocab import parse_algorithms, parse_protocols
+
+
+@dataclass(frozen=True)
+class EnvEffect:
+    """How one NCCL environment variable of a log is honoured: status 'applied' (the prediction follows it),
+    'cluster file' (the log's cluster file says it), 'no effect' (NCCL's default, or nothing this run does)
+    or 'not modelled' (NCCL changes behaviour and fabricsim cannot follow)."""
+
+    var: str
+    value: str
+    status: str
+    why: str
+
+
+def _nccl_list(value: str, parse, var: str, collective: str) -> tuple[str, ...]:
+    """NCCL_ALGO / NCCL_PROTO text ('Ring,Tree', '^NVLS') in fabricsim names, the '^' kept on the first (vocab's parser)."""
+    try:
+        selection = parse(value, collective)
+    except FabricsimError as err:
+        raise FabricsimError(f"{var}={value}: {err}") from None
+    if selection is None:
+        raise FabricsimError(f"{var} is empty: give NCCL names, e.g. Ring,Tree")
+    return tuple(selection.spec().split(","))
+
+
+@dataclass
+class RunSetup:
+    """What the environment does to one prediction (mutable while the variables are read)."""
+
+    spec: ClusterSpec
+    collective: str
+    log_text: str
+    algos: tuple[str, ...] | None = None
+    protos: tuple[str, ...] | None = None
+    chunk_env: ChunkEnv = ChunkEnv()
+
+
+def _p2p_disable(run: RunSetup, var: str, value: str) -> EnvEffect:
+    if value.strip() in ("0", ""):
+        return EnvEffect(var, value, "no effect", "0 is NCCL's default")
+    s = run.spec
+    # NCCL_P2P_DISABLE=1 disables the P2P transport (NVLink and PCIe peer access): GPU-to-GPU traffic is routed
+    # through CPU memory (src/graph/paths.cc ncclTopoCheckP2p / addInterStep; the SHM transport). fabricsim
+    # says that with a PCIe-only node whose GPUs may not reach each other directly.
+    run.spec = dataclasses.replace(s, scaleup="pcie", domain_size=s.gpus_per_node, nvswitch_chips=0, nvls=False,
+                                   p2p=False, nvlinks=0, rack_trays=0, domain_racks=1)
+    return EnvEffect(var, value, "applied", "GPU-to-GPU traffic through host memory: scaleup pcie, p2p false, "
+                                            "no NVLink or NVLS")
+
+
+def _algo(run: RunSetup, var: str, value: str) -> EnvEffect:
+    run.algos = _nccl_list(value, parse_algorithms, var, run.collective)
+    return EnvEffect(var, value, "applied", f"algorithms {','.join(run.algos)}")
+
+
+def _proto(run: RunSetup, var: str, value: str) -> EnvEffect:
+    run.protos = _nccl_list(value, parse_protocols, var, run.collective)
+    return EnvEffect(var, value, "applied", f"protocols {','.join(run.protos)}")
+
+
+def _default_is(default: str, what: str) -> Callable[[RunSetup, str, str], EnvEffect]:
+    """A variable whose NCCL default is `default`: no effect at that value, `what` is not modelled otherwise."""
+
+    def effect(run: RunSetup, var: str, value: str) -> EnvEffect:
+        if value.strip() == default:
+            return EnvEffect(var, value, "no effect", f"{default} is NCCL's default")
+        return EnvEffect(var, value, "not modelled", what)
+
+    return effect
+
+
+def _fixed(status: str, why: str) -> Callable[[RunSetup, str, str], EnvEffect]:
+    """A variable honoured the same way at any value."""
+    return lambda run, var, value: EnvEffect(var, value, status, why)
+
+
+def _size(var: str, value: str) -> int:
+    """A byte count NCCL reads as an integer parameter (src/misc/param.cc: strtoll, base auto)."""
+    try:
+        n = int(value.strip(), 0)
+    except ValueError:
+        raise FabricsimError(f"{var}={value!r} is not a whole number of bytes: give it as the run set it") from None
+    if n <= 0:
+        raise FabricsimError(f"{var}={value} must be a positive number of bytes")
+    return n
+
+
+def _chunk_size(field_name: str, what: str) -> Callable[[RunSetup, str, str], EnvEffect]:
+    """A variable that resizes the communicator's buffers or chunks (engine.chunking.ChunkEnv's `field_name`)."""
+
+    def effect(run: RunSetup, var: str, value: str) -> EnvEffect:
+        size = _size(var, value)
+        run.chunk_env = dataclasses.replace(run.chunk_env, **{field_name: size})
+        return EnvEffect(var, value, "applied", f"{what} {size} B (engine.chunking.ChunkEnv)")
+
+    return effect
+
+
+def _p2p_chunksize(run: RunSetup, var: str, value: str) -> EnvEffect:
+    if run.collective in ("sendrecv", "alltoall"):
+        return _chunk_size("p2p_net_chunk", "point-to-point network messages of")(run, var, value)
+    return EnvEffect(var, value, "no effect", f"it sizes send/recv chunks; {run.collective} is a collective")
+
+
+def _tuner_plugin(run: RunSetup, var: str, value: str) -> EnvEffect:
+    # NCCL falls back to its internal tuner when the plugin lacks the symbols this NCCL wants, and says so.
+    if "using internal tuner instead" in run.log_text:
+        return EnvEffect(var, value, "no effect", "the log says the plugin did not load ('using internal tuner instead')")
+    return EnvEffect(var, value, "not modelled", "the plugin's algorithm/protocol choices; fabricsim's tuner picks instead")
+
+
+# NCCL environment variables the calibration logs set -> how a prediction honours them. Defaults are NCCL's
+# (NCCL user guide, "Environment Variables", docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html;
+# buffer and chunk sizes: engine.chunking.ChunkEnv; NCCL_NET_GDR_C2C: src/graph/paths.cc). A log's own
+# 'NCCL_X set by environment to V' lines (src/misc/param.cc) join the index's env: what NCCL says it read, which
+# includes what a network plugin set before NCCL read it (aws-ofi-nccl's NVLS chunk sizes, src/platform-aws.c).
+ENV: dict[str, Callable[[RunSetup, str, str], EnvEffect]] = {
+    "NCCL_P2P_DISABLE": _p2p_disable,
+    "NCCL_ALGO": _algo,
+    "NCCL_PROTO": _proto,
+    "NCCL_BUFFSIZE": _chunk_size("buffsize", "Simple buffer of"),
+    "NCCL_NVLS_CHUNKSIZE": _chunk_size("nvls_chunk", "NVLS chunks of"),
+    "NCCL_NVLSTREE_MAX_CHUNKSIZE": _chunk_size("nvls_tree_max_chunk", "NVLSTree chunks of at most"),
+    # 0: no flush (a read of the received data from the GPU) after GPUDirect RDMA receives; the engine charges none
+    # (src/transport/net.cc recvProxyProgress; aws-ofi-nccl sets it on Hopper, src/platform-aws.c)
+    "NCCL_NET_FORCE_FLUSH": _default_is("0", "a GPUDirect RDMA flush after every network receive is not modelled"),
+    "NCCL_TOPO_FILE": _fixed("cluster file", "the topology NCCL was given is the cluster file's (the XML is not read)"),
+    "NCCL_P2P_NET_CHUNKSIZE": _p2p_chunksize,
+    "NCCL_TUNER_PLUGIN": _tuner_plugin,
+    "NCCL_DEBUG": _fixed("no effect", "logging only"),
+    "NCCL_CUMEM_ENABLE": _fixed("no effect", "how buffers are allocated (cuMem API), not how they move"),
+    "NCCL_IB_QPS_PER_CONNECTION": _default_is("1", "several queue pairs per connection are not modelled"),
+    "NCCL_NET_GDR_C2C": _default_is("1", "GPUDirect RDMA through C2C disabled is not modelled"),
+    "NCCL_MNNVL_ENABLE": _fixed("cluster file", "the cluster file's NVLink domain spans the trays of a rack"),
+    "NCCL_IB_HCA": _fixed("cluster file", "the cluster file lists the compute NICs the run used"),
+    "NCCL_GPUDIRECTTCPX_FORCE_ACK": _fixed("not modelled", "the TCPX plugin's acknowledgement setting (the cluster "
+                                                           "file's transport is tcpx; its ACK timing is not modelled)"),
+}
+
+
+def environment(run: RunSetup, env: Mapping[str, str]) -> tuple[EnvEffect, ...]:
+    """Apply `env` (NCCL variable -> the text the run set) to `run`, in name order; one effect per variable."""
+    out = []
+    for var in sorted(env):
+        if var not in ENV:
+            raise FabricsimError(f"{var}={env[var]} is not an NCCL variable fabricsim knows how to honour: give one of "
+                                 f"{', '.join(sorted(ENV))} (fabricsim.reports.nccl_env.ENV says what each changes)")
+        if not isinstance(env[var], str):
+            raise FabricsimError(f"env {var} is {env[var]!r}: give the value as the text the run set")
+        out.append(ENV[var](run, var, env[var]))
+    return tuple(out)
