@@ -75,7 +75,7 @@ def observed(facts: Facts) -> list[tuple[str, str, list[str]]]:
         out.append(("algorithm/protocol", f"{len(info.tuning)} sizes: {', '.join(picks)}",
                     [str(q) for q in facts.quotes("tuning")[:1]]))
     elif info.tuner_plugin is not None:
-        out.append(("algorithm/protocol", "a tuner plugin chose" if info.tuner_plugin else "NCCL's internal tuner "
+        out.append(("algorithm/protocol", "a tuner plugin loaded" if info.tuner_plugin else "NCCL's internal tuner "
                     "(the plugin did not load)", [str(q) for q in facts.quotes("tuner")[:1]]))
     else:
         out.append(("algorithm/protocol", "not printed (NCCL_DEBUG_SUBSYS=TUNING prints NCCL's choice per size)", []))
