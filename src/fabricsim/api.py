@@ -587,7 +587,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
 
     if placement not in ("out", "in"):
         raise FabricsimError(f"unknown placement '{placement}': use 'out' (out-of-place columns) or 'in' (in-place)")
-    from fabricsim.reports.nccltests_log import parse_nccl_tests
+    from fabricsim.reports.nccltests_log import parse_nccl_tests, ranks_of
 
     if isinstance(log, ParsedLog):
         text, parsed = None, log
@@ -598,8 +598,9 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     version = nccl_version if nccl_version is not None else parsed.nccl_version
     rel = release(version)
     c = _as_cluster(cluster)
-    if parsed.nranks is not None and parsed.nranks != c.n_gpus:
-        raise FabricsimError(report.rank_mismatch(parsed.nranks, c.source, "", c.n_gpus, int(c.spec.gpus_per_node),
+    nranks = ranks_of(parsed, coll)
+    if nranks is not None and nranks != c.n_gpus:
+        raise FabricsimError(report.rank_mismatch(nranks, c.source, "", c.n_gpus, int(c.spec.gpus_per_node),
                                                   _unit(c.spec)))
     level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
                               library="nccl")
@@ -626,7 +627,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     predicted = report.predict_like_log(rows_for, kept)
     rows = report.compare_rows(kept, predicted, coll, c.n_gpus, placement)
     meta = {"fabricsim_version": __version__, "log": str(log) if not isinstance(log, ParsedLog) else None,
-            "collective": coll, "log_nranks": parsed.nranks, "nccl_version": parsed.nccl_version, "cluster": c.name,
+            "collective": coll, "log_nranks": nranks, "nccl_version": parsed.nccl_version, "cluster": c.name,
             "gpus": c.n_gpus, "ranks": rank_ranges(c.ranks), "placement": placement, "cost_model": cost_model,
             "level": level_run or None, "nccl": rel.label,
             "faults": list(c.faults.lines) if c.faults is not None else None,

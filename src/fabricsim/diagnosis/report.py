@@ -37,7 +37,10 @@ def observed(facts: Facts) -> list[tuple[str, str, list[str]]]:
     comm = info.comms.get(facts.ranks)
     nodes = comm["nodes"] if comm and comm.get("nodes") else 0
     local = comm["local"] if comm and comm.get("local") else 0
-    ranks = f"{facts.logged_ranks} ranks" if facts.logged_ranks else "not printed"
+    if facts.logged_ranks:
+        ranks = f"{facts.logged_ranks} ranks" + (" (its busbw / algbw imply them)" if facts.log.nranks_inferred else "")
+    else:
+        ranks = f"not printed; its busbw / algbw imply {facts.ranks_implied}" if facts.ranks_implied else "not printed"
     if nodes:
         ranks += f" on {nodes} node{'s' * (nodes != 1)} ({local} per node)"
     out.append(("ranks", ranks, [str(q) for q in (facts.quotes("comm") or facts.quotes("comm_old"))[:1]]))
