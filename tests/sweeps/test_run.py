@@ -67,6 +67,17 @@ def test_csv_holds_the_same_rows(reference, tmp_path):
     assert pandas.read_csv(out).shape == (16, len(plan.columns))
 
 
+def test_an_empty_text_setting_read_back_from_csv_still_rebuilds_the_point(reference):
+    """CSV has no empty-versus-missing: a cluster's '' setting (pcie_switch where a node has no PCIe switch) reads
+    back as no value, and the report's link view takes it as the '' it was written from."""
+    from fabricsim.sweeps.reporting import links_of
+
+    _, _, parquet = reference
+    row = next(r for r in read_rows(parquet) if r["status"] == "ok" and r["kind"] == "perf")
+    blank = {**row, "cluster.pcie_switch": None, "cluster.pcie_switches_per_node": 0}
+    assert links_of(blank).title == links_of({**blank, "cluster.pcie_switch": ""}).title
+
+
 def test_a_rerun_computes_nothing_and_new_values_only_what_is_new(reference, tmp_path):
     plan, expected, _ = reference
     out = tmp_path / "r.parquet"
