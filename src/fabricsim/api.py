@@ -388,11 +388,11 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     rel = release(nccl_version)
     seeds = ecmp.check_seeds(ecmp_seeds)
     if seeds > 1 and cost_model != "fabricsim":
-        raise FabricsimError("ecmp_seeds re-routes fabricsim's simulated fabric; NCCL's cost model does not route: "
-                             "drop ecmp_seeds or use cost_model='fabricsim'")
+        raise FabricsimError(f"{option('ecmp_seeds')} re-routes fabricsim's simulated fabric; NCCL's cost model does "
+                             f"not route: drop {option('ecmp_seeds')} or use {option('cost_model', 'fabricsim')}")
     why = ecmp.not_hashed(c.topology) if seeds > 1 else ""
     if why:
-        notes.append(f"ecmp_seeds={seeds}: no effect ({why}); timed once")
+        notes.append(f"{option('ecmp_seeds', seeds)}: no effect ({why}); timed once")
         seeds = 1
 
     def run(topo: Topology, k: int = 0) -> list:

@@ -87,6 +87,18 @@ def test_variants_change_the_spec():
         variant(spec, "warp-drive")
 
 
+def test_xdr_on_ethernet_is_two_400g_ports_of_a_connectx8_and_builds():
+    from dataclasses import replace
+
+    from fabricsim.topology import build, load_spec
+
+    roce = replace(load_spec("dgx-h100", gpus=16), fabric="roce", nic="cx7-eth", leaf_switch="sn5600",
+                   spine_switch="sn5600")
+    xdr = variant(roce, "xdr")
+    assert (xdr.nic, xdr.nic_gbps, xdr.nic_ports) == ("cx8-eth", 400.0, 2)
+    assert build(xdr).n_gpus == 16
+
+
 def test_cli_table_json_and_plot(tmp_path, monkeypatch):
     from fabricsim.cli import train as cli_train
     from fabricsim.training import comm
