@@ -248,3 +248,16 @@ def test_llama3_405b_published_layout_runs_and_says_where_the_step_goes(monkeypa
     assert "tp8 pp16 dp64" in out.output and "tp8 pp16 dp128" in out.output
     assert "where the step goes" in out.output and "bubble" in out.output and "memory" in out.output
     assert "scaling wall" in out.output and "exposed as GPUs are added" in out.output
+
+
+def test_a_cluster_file_run_at_other_gpu_counts_says_it_was_resized(tmp_path):
+    from fabricsim.topology import load_spec, save_cluster
+    from fabricsim.training.runs import train_sweep
+
+    path = tmp_path / "two.yaml"
+    save_cluster(load_spec("dgx-h100", nodes=2), path)
+    assert not [w for w in train_sweep("llama3-8b", str(path), [16], tp=8).warnings if "resized" in w]
+    (said,) = [w for w in train_sweep("llama3-8b", str(path), [8, 16], tp=8).warnings if "resized" in w]
+    assert said == ("dgx-h100 has 16 GPUs (2 nodes of 8); train sets its node count to fit each GPU count, so 8 GPUs "
+                    "ran on a resized copy")
+    assert not [w for w in train_sweep("llama3-8b", "dgx-h100", [8, 16], tp=8).warnings if "resized" in w]
