@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -241,7 +242,13 @@ def sizes(minbytes: int | str, maxbytes: int | str | None = None, *, factor: flo
 def _size_list(value: Sizes) -> list[int]:
     from fabricsim.units import parse_size
 
-    items = [value] if isinstance(value, (int, str)) else list(value)
+    if isinstance(value, (int, str)):
+        items: list = [value]
+    elif isinstance(value, (list, tuple, range)) or type(value).__name__ == "ndarray":
+        items = list(value)
+    else:
+        raise FabricsimError(f"sizes={value!r}: give a size ('1G', 1048576) or a list of sizes, e.g. "
+                             "fs.sizes('8', '8G', factor=8)")
     if not items:
         raise FabricsimError("no sizes given: pass a size such as '1G', or a list such as fs.sizes('8', '8G', factor=8)")
     return [parse_size(s) for s in items]
@@ -381,11 +388,11 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     rel = release(nccl_version)
     seeds = ecmp.check_seeds(ecmp_seeds)
     if seeds > 1 and cost_model != "fabricsim":
-        raise FabricsimError("ecmp_seeds re-routes fabricsim's simulated fabric; NCCL's cost model does not route: "
-                             "drop ecmp_seeds or use cost_model='fabricsim'")
+        raise FabricsimError(f"{option('ecmp_seeds')} re-routes fabricsim's simulated fabric; NCCL's cost model does "
+                             f"not route: drop {option('ecmp_seeds')} or use {option('cost_model', 'fabricsim')}")
     why = ecmp.not_hashed(c.topology) if seeds > 1 else ""
     if why:
-        notes.append(f"ecmp_seeds={seeds}: no effect ({why}); timed once")
+        notes.append(f"{option('ecmp_seeds', seeds)}: no effect ({why}); timed once")
         seeds = 1
 
     def run(topo: Topology, k: int = 0) -> list:
@@ -587,7 +594,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
 
     if placement not in ("out", "in"):
         raise FabricsimError(f"unknown placement '{placement}': use 'out' (out-of-place columns) or 'in' (in-place)")
-    from fabricsim.reports.nccltests_log import parse_nccl_tests
+    from fabricsim.reports.nccltests_log import parse_nccl_tests, ranks_of
 
     if isinstance(log, ParsedLog):
         text, parsed = None, log
@@ -598,8 +605,9 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     version = nccl_version if nccl_version is not None else parsed.nccl_version
     rel = release(version)
     c = _as_cluster(cluster)
-    if parsed.nranks is not None and parsed.nranks != c.n_gpus:
-        raise FabricsimError(report.rank_mismatch(parsed.nranks, c.source, "", c.n_gpus, int(c.spec.gpus_per_node),
+    nranks = ranks_of(parsed, coll)
+    if nranks is not None and nranks != c.n_gpus:
+        raise FabricsimError(report.rank_mismatch(nranks, c.source, "", c.n_gpus, int(c.spec.gpus_per_node),
                                                   _unit(c.spec)))
     level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
                               library="nccl")
@@ -626,7 +634,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     predicted = report.predict_like_log(rows_for, kept)
     rows = report.compare_rows(kept, predicted, coll, c.n_gpus, placement)
     meta = {"fabricsim_version": __version__, "log": str(log) if not isinstance(log, ParsedLog) else None,
-            "collective": coll, "log_nranks": parsed.nranks, "nccl_version": parsed.nccl_version, "cluster": c.name,
+            "collective": coll, "log_nranks": nranks, "nccl_version": parsed.nccl_version, "cluster": c.name,
             "gpus": c.n_gpus, "ranks": rank_ranges(c.ranks), "placement": placement, "cost_model": cost_model,
             "level": level_run or None, "nccl": rel.label,
             "faults": list(c.faults.lines) if c.faults is not None else None,
@@ -696,12 +704,13 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
         raise FabricsimError(f"{path.name}: {err}") from None
 
 
-def calibrate(logs: Sequence[str | Path], cluster: str | Path | ClusterSpec, *,
+def calibrate(logs: Sequence[str | Path], cluster: Cluster | str | Path | ClusterSpec, *,
               env: Mapping[str, str] | None = None, nccl_version: str | None = None, collective: str | None = None,
               gpus: int | None = None, nodes: int | None = None) -> CalibrationResult:
     """Fit the cluster's declared physical parameters (`fabricsim.topology.calibrated.PARAMETERS`: network, NVLink
     and PCIe achievable fractions of line rate, the network's per-step latency, the per-call launch latency) to the
-    user's own nccl-tests `logs`, run on `cluster` (a preset, a cluster YAML or a spec). Only parameters the logs
+    user's own nccl-tests `logs`, run on `cluster` (a preset, a cluster YAML, a spec, or a `Cluster`: its spec, and
+    its GPU count where it is part of the spec's GPUs). Only parameters the logs
     exercise are fitted, inside their physical bounds; the cluster written is the one the first log ran on (a
     preset sized to it). `result.spec` is the calibrated cluster
     (`fabricsim.topology.save_cluster` writes it; `perf` on it uses the fitted values); `result.text()` prints
@@ -715,6 +724,9 @@ def calibrate(logs: Sequence[str | Path], cluster: str | Path | ClusterSpec, *,
         logs = [logs]
     if not logs:
         raise FabricsimError("calibrate needs at least one nccl-tests log: give the log files the cluster ran")
+    if isinstance(cluster, Cluster):
+        gpus = gpus if gpus is not None or not cluster.partial else cluster.n_gpus
+        cluster = cluster.spec
     cases, used, specs = [], [], []
     for log in logs:
         case, sha, spec = read_case(log, cluster, env=env, nccl_version=nccl_version, collective=collective, gpus=gpus,
@@ -840,7 +852,13 @@ def train(model: str | Path | ModelSpec, cluster: Cluster | str | Path | Cluster
     straggler costs on the step's critical path, and the step-time distribution."""
     from fabricsim.training.runs import train_sweep
 
-    counts = [gpus] if isinstance(gpus, int) else list(gpus)
+    whole = (lambda g: isinstance(g, Integral) and not isinstance(g, bool))
+    if whole(gpus):
+        counts = [int(cast(int, gpus))]
+    elif isinstance(gpus, (list, tuple, range)) and all(whole(g) for g in gpus):
+        counts = [int(g) for g in gpus]
+    else:
+        raise FabricsimError(f"gpus={gpus!r}: give a GPU count or a list of counts, e.g. {option('gpus', [8, 64, 512])}")
     if not counts or min(counts) < 1:
         raise FabricsimError(f"give positive GPU counts, e.g. {option('gpus', [8, 64, 512])}")
     given = dict(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, vp=vp, zero=zero, sp=sp, global_batch=global_batch,

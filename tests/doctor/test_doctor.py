@@ -40,13 +40,13 @@ def test_p5_cluster_is_inferred_from_its_info_lines(p5):
 
 def test_p5_efa_is_in_the_prediction_so_its_small_sizes_match(p5):
     # the inferred cluster names EFA (transport efa, 4 devices per GPU): the engine charges its 20 + 3 us per network
-    # step, so 65 us at 8 B is predicted, and what stays short is named by the tuner plugin's line
+    # step, so 65 us at 8 B is predicted; the tuner plugin the log loads (line 2869) is aws-ofi-nccl 1.9.2, whose
+    # tuner leaves 2 nodes to NCCL's internal tuning, so it is not named as the cause of the mid sizes' shortfall
     assert p5.verdict == "short" and not [r for r in p5.short if r.range.lo == 8]
     assert report.bands(p5)["small"] >= 0.75
     (mid,) = p5.short
-    top = mid.causes[0]
-    assert (top.rule, top.state) == ("algorithm", "shown")
-    assert any(e.startswith("line 2869: NCCL INFO Using tuner plugin") for e in top.evidence)
+    assert not [c for c in mid.causes if c.rule == "algorithm"]
+    assert "Using tuner plugin" in P5.read_text().splitlines()[2868]
     found = {f.rule: f for f in mid.findings}
     assert found["transport"].state == "in the prediction" and "EFA" in found["transport"].title
     assert found["gpudirect"].state == "ruled out" and "/GDRDMA" in " ".join(found["gpudirect"].evidence)
@@ -59,7 +59,7 @@ def test_p5_text_and_json_carry_the_same_diagnosis(p5):
     assert "line 1413: NCCL INFO Channel 05/0 : 13[5] -> 5[5] [receive] via NET/AWS Libfabric/5/GDRDMA" in text
     assert "line 72: NCCL version 2.20.3+cuda12.2" in text and "verdict: falls short" in text
     doc = json.loads(report.json_doc(p5))
-    assert doc["verdict"] == "short" and doc["short"][0]["causes"][0]["rule"] == "algorithm"
+    assert doc["verdict"] == "short" and len(doc["short"]) == len(p5.short) == 1
     assert len(doc["sizes"]) == len(p5.checks) == 32
     assert report.text(p5) == text  # deterministic
 

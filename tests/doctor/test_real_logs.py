@@ -80,7 +80,8 @@ def test_the_known_causes_are_found(diagnoses):
     for lid in ("aws-p5-16gpu-ar-a", "aws-p5-16gpu-ar-b"):  # their cluster files name EFA: in the prediction
         found = [f for r in diagnoses[lid].short for f in r.findings if f.rule == "transport"]
         assert found and all(f.state == "in the prediction" and "EFA" in f.title for f in found)
-    assert diagnoses["aws-p5-16gpu-ar-a"].short[0].causes[0].rule == "algorithm"  # the tuner plugin it loaded
+    # the tuner plugin it loaded, aws-ofi-nccl 1.9.2, leaves 2 nodes to NCCL's internal tuning: no algorithm cause
+    assert not [c for r in diagnoses["aws-p5-16gpu-ar-a"].short for c in r.causes if c.rule == "algorithm"]
     tcpx = diagnoses["dstack-gcp-a3high-16gpu-ag"].short[0].causes[0]
     assert tcpx.rule == "transport" and "TCPX" in tcpx.title
     for lid in ("dgxa100-4gpu-ar", "dgxh100-4gpu-ar"):

@@ -67,6 +67,31 @@ def test_csv_holds_the_same_rows(reference, tmp_path):
     assert pandas.read_csv(out).shape == (16, len(plan.columns))
 
 
+def test_a_script_without_the_main_guard_is_told_so_and_charges_no_point(tmp_path):
+    """forkserver workers import the driver's script again: unguarded, the workers cannot start; the sweep says why
+    and records no point as failed, so the guarded rerun computes every point."""
+    write_sweep(tmp_path, PERF_SWEEP.replace("[1, 2]", "[1]"))
+    call = 'print(fs.sweep("sweep.yaml", "out.csv", format="csv", workers=1).failed)'
+    (tmp_path / "bare.py").write_text(f"import fabricsim as fs\n{call}\n")
+    (tmp_path / "guarded.py").write_text(f"import fabricsim as fs\nif __name__ == '__main__':\n    {call}\n")
+    bare = subprocess.run([sys.executable, "bare.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert bare.returncode != 0 and "must guard it with `if __name__ == '__main__':`" in bare.stderr
+    guarded = subprocess.run([sys.executable, "guarded.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert guarded.returncode == 0 and guarded.stdout.strip() == "0", guarded.stderr
+    assert len(read_rows(tmp_path / "out.csv")) == 8  # 2 collectives x 4 sizes
+
+
+def test_an_empty_text_setting_read_back_from_csv_still_rebuilds_the_point(reference):
+    """CSV has no empty-versus-missing: a cluster's '' setting (pcie_switch where a node has no PCIe switch) reads
+    back as no value, and the report's link view takes it as the '' it was written from."""
+    from fabricsim.sweeps.reporting import links_of
+
+    _, _, parquet = reference
+    row = next(r for r in read_rows(parquet) if r["status"] == "ok" and r["kind"] == "perf")
+    blank = {**row, "cluster.pcie_switch": None, "cluster.pcie_switches_per_node": 0}
+    assert links_of(blank).title == links_of({**blank, "cluster.pcie_switch": ""}).title
+
+
 def test_a_rerun_computes_nothing_and_new_values_only_what_is_new(reference, tmp_path):
     plan, expected, _ = reference
     out = tmp_path / "r.parquet"

@@ -59,6 +59,7 @@ def test_builtin_by_name_and_yaml(tmp_path):
     ("layers: two\nhidden: 64\nheads: 4\nkv_heads: 4\nffn: 256\nvocab: 1000\nseq: 128\n", "whole number"),
     ("- 1\n- 2\n", "mapping"),
     ("layers: 2\nhidden: 64\nheads: 4\nkv_heads: 3\nffn: 256\nvocab: 1000\nseq: 128\n", "multiple of kv_heads"),
+    ("layers: 2\nhidden: 60\nheads: 8\nkv_heads: 8\nffn: 256\nvocab: 1000\nseq: 128\n", r"hidden \(60\) is not a multiple of heads \(8\)"),
 ])
 def test_yaml_errors(tmp_path, text, match):
     f = tmp_path / "bad.yaml"

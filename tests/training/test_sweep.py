@@ -87,6 +87,18 @@ def test_variants_change_the_spec():
         variant(spec, "warp-drive")
 
 
+def test_xdr_on_ethernet_is_two_400g_ports_of_a_connectx8_and_builds():
+    from dataclasses import replace
+
+    from fabricsim.topology import build, load_spec
+
+    roce = replace(load_spec("dgx-h100", gpus=16), fabric="roce", nic="cx7-eth", leaf_switch="sn5600",
+                   spine_switch="sn5600")
+    xdr = variant(roce, "xdr")
+    assert (xdr.nic, xdr.nic_gbps, xdr.nic_ports) == ("cx8-eth", 400.0, 2)
+    assert build(xdr).n_gpus == 16
+
+
 def test_cli_table_json_and_plot(tmp_path, monkeypatch):
     from fabricsim.cli import train as cli_train
     from fabricsim.training import comm
@@ -236,3 +248,16 @@ def test_llama3_405b_published_layout_runs_and_says_where_the_step_goes(monkeypa
     assert "tp8 pp16 dp64" in out.output and "tp8 pp16 dp128" in out.output
     assert "where the step goes" in out.output and "bubble" in out.output and "memory" in out.output
     assert "scaling wall" in out.output and "exposed as GPUs are added" in out.output
+
+
+def test_a_cluster_file_run_at_other_gpu_counts_says_it_was_resized(tmp_path):
+    from fabricsim.topology import load_spec, save_cluster
+    from fabricsim.training.runs import train_sweep
+
+    path = tmp_path / "two.yaml"
+    save_cluster(load_spec("dgx-h100", nodes=2), path)
+    assert not [w for w in train_sweep("llama3-8b", str(path), [16], tp=8).warnings if "resized" in w]
+    (said,) = [w for w in train_sweep("llama3-8b", str(path), [8, 16], tp=8).warnings if "resized" in w]
+    assert said == ("dgx-h100 has 16 GPUs (2 nodes of 8); train sets its node count to fit each GPU count, so 8 GPUs "
+                    "ran on a resized copy")
+    assert not [w for w in train_sweep("llama3-8b", "dgx-h100", [8, 16], tp=8).warnings if "resized" in w]

@@ -71,7 +71,7 @@ def test_cluster_files_load_build_and_say_what_they_cannot():
         text = path.read_text()
         assert text.startswith(f"# Calibration log {path.stem}:"), path.name
     gaps = spec_gaps(cluster_file("aws-p5-16gpu-ar-a").read_text())
-    assert gaps[0].startswith("NCCL_TUNER_PLUGIN=libnccl-ofi-tuner.so is loaded")
+    assert not any("TUNER_PLUGIN" in g for g in gaps)  # the plugin's tuner leaves 2 nodes to NCCL's (see below)
     assert not any("NCCL_BUFFSIZE" in g for g in gaps)  # applied from the environment (engine.chunking.ChunkEnv)
     assert not any("EFA" in g for g in gaps)  # EFA and its 4 devices per GPU are cluster fields (transport, nics)
     assert all("\n" not in g and " # " not in g and not g.startswith("#") for g in gaps)
@@ -153,6 +153,18 @@ def test_a_tuner_plugin_the_log_says_did_not_load_changes_nothing(tmp_path):
                                     "using internal tuner instead.\n" + (FIX / "oke_gb200_headerless.log").read_text())
     case = case_for(entry(log="x.log", env={"NCCL_TUNER_PLUGIN": "libx.so"}), tmp_path)
     assert case.env[0].status == "no effect"
+
+
+@pytest.mark.parametrize("version, status", [("1.9.2-aws", "no effect"), ("1.10.0-aws", "not modelled")])
+def test_a_tuner_plugin_that_leaves_small_communicators_to_nccl_changes_nothing(tmp_path, version, status):
+    # aws-ofi-nccl 1.9.x's tuner returns without choosing on 2 nodes or fewer (src/tuner/nccl_ofi_tuner.c:60-62);
+    # the fixture's 8 GB200 GPUs are one NVL72 domain: one NCCL node
+    (tmp_path / "x.log").write_text(f"host:1:1 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl {version}\n"
+                                    "host:1:1 [0] NCCL INFO Using tuner plugin: 'nccl_ofi_tuner'\n"
+                                    + (FIX / "oke_gb200_headerless.log").read_text())
+    effect = case_for(entry(log="x.log", env={"NCCL_TUNER_PLUGIN": "libnccl-ofi-tuner.so"}), tmp_path).env[0]
+    assert effect.status == status
+    assert ("this run has 1" in effect.why) == (status == "no effect")
 
 
 @pytest.mark.parametrize("change, message", [

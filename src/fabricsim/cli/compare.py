@@ -37,7 +37,7 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
     """Compare a real nccl-tests LOG with fabricsim's prediction of the same sizes on a cluster."""
     from fabricsim import api
     from fabricsim.reports import compare as report
-    from fabricsim.reports.nccltests_log import parse_nccl_tests
+    from fabricsim.reports.nccltests_log import parse_nccl_tests, ranks_of
 
     model = pick_cost_model(cost_model, old_model)
     if routing and model != "fabricsim":
@@ -51,10 +51,11 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
     text = report.log_text(log_path)
     log = parse_nccl_tests(text)
     c = api.cluster(cluster, nodes, gpus, routing=routing, faults=faults_given(fail, degrade, seed))
-    if log.nranks is not None and log.nranks != c.n_gpus:
+    nranks = ranks_of(log, log.collective or collective)
+    if nranks is not None and nranks != c.n_gpus:
         sized = f" --nodes {nodes}" if nodes is not None else ""
         sized += f" --gpus {gpus}" if gpus is not None else ""
-        raise FabricsimError(report.rank_mismatch(log.nranks, cluster, sized, c.n_gpus, int(c.spec.gpus_per_node),
+        raise FabricsimError(report.rank_mismatch(nranks, cluster, sized, c.n_gpus, int(c.spec.gpus_per_node),
                                                   api._unit(c.spec)))
     with progress_bar("compare") as progress:
         result = api.compare(log_path, c, collective=collective, placement=placement, algo=algo, proto=proto,
@@ -72,7 +73,8 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
         click.echo(report.format_json(list(result.rows), result.summary, meta, list(result.skipped)), nl=False)
         return
     m = meta
-    ranks = f"{log.nranks} ranks" if log.nranks is not None else f"rank count not in the log, assumed {c.n_gpus}"
+    ranks = (f"{nranks} ranks" + (" (from its busbw / algbw)" if log.nranks is None or log.nranks_inferred else "")
+             if nranks is not None else f"rank count not in the log, assumed {c.n_gpus}")
     nccl = f", NCCL {log.nccl_version}" if log.nccl_version else ""
     columns = "out-of-place" if placement == "out" else "in-place"
     gpus_used = f"{c.n_gpus} of {c.total_gpus} GPUs, ranks {m['ranks']}" if c.partial else f"{c.n_gpus} GPUs"

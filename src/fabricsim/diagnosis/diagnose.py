@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from fabricsim.diagnosis import infer, rules
-from fabricsim.diagnosis.facts import Facts, log_collective, read_facts
+from fabricsim.diagnosis.facts import Facts, log_collective, read_facts, with_implied_ranks
 from fabricsim.diagnosis.rules import NOT_SHOWN, SHOWN, Context, Hypothesis
 from fabricsim.diagnosis.shortfall import Range, SizeCheck, checks, is_above, is_dip, is_short, ranges
 from fabricsim.errors import FabricsimError
@@ -281,6 +281,7 @@ def diagnose(text: str, source: str, *, cluster: str | Path | ClusterSpec | None
         nranks = len(ranks)
     facts = read_facts(text, source, env=env, nccl_version=nccl_version, machines=machines, ranks=nranks)
     coll = log_collective(facts, collective)
+    facts = with_implied_ranks(facts, coll)
     target = infer.inferred(facts, gpu) if cluster is None else infer.given(cluster, facts)
     if ranks is not None:
         target = replace(target, ranks=tuple(int(r) for r in ranks))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from fabricsim.errors import FabricsimError, option
 from fabricsim.importers.machine import Machine
 from fabricsim.importers.nccl_log import InfoLog, scan
-from fabricsim.reports.nccltests_log import ParsedLog, parse_nccl_tests
+from fabricsim.reports.nccltests_log import ParsedLog, bus_factor_ranks, parse_nccl_tests
 from fabricsim.schedules.layout import COLLECTIVES
 
 _INFO_PREFIX = re.compile(r"^\S+:\d+:\d+ \[\d+\] (NCCL INFO .*)$")
@@ -46,6 +46,7 @@ class Facts:
     version_quote: Quote | None
     machines: tuple[Machine, ...] = ()  # accompanying dumps (NCCL topology XML, nvidia-smi topo -m, ibstat, ...)
     ranks_given: int = 0  # the caller's rank count, for a log that does not print its own
+    ranks_implied: int = 0  # what the rows' busbw / algbw implies once the collective is known (with_implied_ranks)
 
     @property
     def nccl_version(self) -> tuple[int, int] | None:
@@ -64,8 +65,8 @@ class Facts:
 
     @property
     def ranks(self) -> int:
-        """Ranks of the run: the log's, else the caller's, else 0 (unknown)."""
-        return self.logged_ranks or self.ranks_given
+        """Ranks of the run: the log's, else the caller's, else what its rows imply, else 0 (unknown)."""
+        return self.logged_ranks or self.ranks_given or self.ranks_implied
 
     def quotes(self, kind: str) -> tuple[Quote, ...]:
         """The first lines of the log that state a fact of this kind (importers.nccl_log.InfoLog.lines keys)."""
@@ -128,6 +129,14 @@ def read_facts(text: str, source: str, *, env: Mapping[str, str] | None = None, 
                                  f"{option('gpus')}")
         facts = replace(facts, ranks_given=ranks)
     return facts
+
+
+def with_implied_ranks(facts: Facts, collective: str) -> Facts:
+    """`facts` with the rank count its rows imply for `collective` (busbw / algbw, reports.nccltests_log
+    .bus_factor_ranks), for a log that names neither its collective nor its ranks and a caller who gave no count."""
+    if facts.ranks:
+        return facts
+    return replace(facts, ranks_implied=bus_factor_ranks(facts.log.rows, collective) or 0)
 
 
 def log_collective(facts: Facts, given: str | None) -> str:

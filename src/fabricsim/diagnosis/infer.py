@@ -66,11 +66,11 @@ def inferred(facts: Facts, gpu: str | None = None) -> Target:
     """The cluster the log's own lines describe (and the accompanying dumps)."""
     info = facts.info
     if not info.info_lines and not info.devices and not facts.machines:
-        raise FabricsimError(f"{facts.source} has no NCCL INFO lines and no '#  Rank ... device' lines, so it does not "
+        raise FabricsimError("the log has no NCCL INFO lines and no '#  Rank ... device' lines, so it does not "
                              f"say what hardware ran it: {_ASK}, or rerun with NCCL_DEBUG=INFO")
     n = facts.ranks
     if info.devices and not info.comms and len(info.devices) < n:
-        raise FabricsimError(f"{facts.source} lists the devices of {len(info.devices)} of its {n} ranks (a trimmed "
+        raise FabricsimError(f"the log lists the devices of {len(info.devices)} of its {n} ranks (a trimmed "
                              f"header), so the nodes it ran on are unknown: {_ASK}")
     m = machine(info, facts.source)
     if facts.machines:
@@ -82,7 +82,7 @@ def inferred(facts: Facts, gpu: str | None = None) -> Target:
     try:
         imp = to_spec(m, gpu=gpu, name=Path(facts.source).stem or "inferred")
     except FabricsimError as err:
-        raise FabricsimError(f"cannot infer the cluster from {facts.source}: {err}; or {_ASK}") from None
+        raise FabricsimError(f"cannot infer the cluster from the log: {err}; or {_ASK}") from None
     s = imp.spec
     total = s.nodes * s.gpus_per_node
     if n and n != total:

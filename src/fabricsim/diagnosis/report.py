@@ -37,7 +37,10 @@ def observed(facts: Facts) -> list[tuple[str, str, list[str]]]:
     comm = info.comms.get(facts.ranks)
     nodes = comm["nodes"] if comm and comm.get("nodes") else 0
     local = comm["local"] if comm and comm.get("local") else 0
-    ranks = f"{facts.logged_ranks} ranks" if facts.logged_ranks else "not printed"
+    if facts.logged_ranks:
+        ranks = f"{facts.logged_ranks} ranks" + (" (its busbw / algbw imply them)" if facts.log.nranks_inferred else "")
+    else:
+        ranks = f"not printed; its busbw / algbw imply {facts.ranks_implied}" if facts.ranks_implied else "not printed"
     if nodes:
         ranks += f" on {nodes} node{'s' * (nodes != 1)} ({local} per node)"
     out.append(("ranks", ranks, [str(q) for q in (facts.quotes("comm") or facts.quotes("comm_old"))[:1]]))
@@ -75,7 +78,7 @@ def observed(facts: Facts) -> list[tuple[str, str, list[str]]]:
         out.append(("algorithm/protocol", f"{len(info.tuning)} sizes: {', '.join(picks)}",
                     [str(q) for q in facts.quotes("tuning")[:1]]))
     elif info.tuner_plugin is not None:
-        out.append(("algorithm/protocol", "a tuner plugin chose" if info.tuner_plugin else "NCCL's internal tuner "
+        out.append(("algorithm/protocol", "a tuner plugin loaded" if info.tuner_plugin else "NCCL's internal tuner "
                     "(the plugin did not load)", [str(q) for q in facts.quotes("tuner")[:1]]))
     else:
         out.append(("algorithm/protocol", "not printed (NCCL_DEBUG_SUBSYS=TUNING prints NCCL's choice per size)", []))

@@ -20,6 +20,7 @@ from fabricsim import hardware
 from fabricsim.diagnosis.facts import Facts
 from fabricsim.diagnosis.shortfall import SizeCheck
 from fabricsim.errors import FabricsimError
+from fabricsim.reports.nccl_env import tuner_plugin_skips
 from fabricsim.topology import DeviceKind, Topology
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.topology.variants import with_link_capacity
@@ -462,7 +463,7 @@ def algorithm_choice(ctx: Context) -> list[Hypothesis]:
         out.append(_hyp("algorithm", title, SHOWN, evidence,
                         Effect(f"re-predicted with NCCL_ALGO={NCCL_ALGO_NAMES[algo]} NCCL_PROTO={NCCL_PROTO_NAMES[proto]}"
                                " at those sizes", case, only=frozenset(c.size_bytes for c in sizes))))
-    if f.info.tuner_plugin and not groups:
+    if f.info.tuner_plugin and not groups and not tuner_plugin_skips(f.text, ctx.spec):
         out.append(_hyp("algorithm", "a tuner plugin chose the algorithms (not NCCL's model)", SHOWN, _q(f, "tuner"),
                         None, "the plugin's choices are not in the log (NCCL_DEBUG_SUBSYS=TUNING prints them)"))
     return out

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fabricsim.diagnosis import infer
-from fabricsim.diagnosis.facts import log_collective, read_facts
+from fabricsim.diagnosis.facts import log_collective, read_facts, with_implied_ranks
 from fabricsim.errors import FabricsimError
 from fabricsim.importers.nccl_log import device_names
 from fabricsim.reports.compare import gpu_mismatch, rank_mismatch
@@ -41,6 +41,7 @@ def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mappi
     try:
         facts = read_facts(text, path.name, env=env, nccl_version=nccl_version, ranks=gpus)
         coll = log_collective(facts, collective)
+        facts = with_implied_ranks(facts, coll)
         target = infer.given(cluster, facts, nodes)
         spec = dataclasses.replace(target.spec, calibrated=None)
         _check_hardware(text, spec, target.ranks, str(cluster) if not isinstance(cluster, ClusterSpec) else spec.name,

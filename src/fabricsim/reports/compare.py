@@ -44,8 +44,11 @@ def log_collective(log: ParsedLog, override: str | None, known: tuple[str, ...])
     coll = log.collective
     if coll is None:
         if override is None:
+            reduces = any(r.redop not in (None, "none") for r in log.rows)  # nccl-tests prints 'none' unless it reduces
+            like = "all_reduce" if reduces else "all_gather"
             raise FabricsimError("the log does not say which collective it ran (no '<name>_perf' line): "
-                                 f"pass {option('collective')}, e.g. {option('collective', 'all_gather')}")
+                                 f"pass {option('collective')}, e.g. {option('collective', like)}"
+                                 + (" (its rows reduce)" if reduces else ""))
         return override
     if override is not None and override != coll:
         raise FabricsimError(f"the log ran {coll} but {option('collective')} says {override}: drop "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.topology import Topology, with_ecmp_seed
 
 MAX_SEEDS = 64  # each seed re-routes and re-times the whole sweep: a bound that keeps a run in minutes
@@ -66,7 +66,7 @@ def not_hashed(topo: Topology) -> str:
 
 def check_seeds(count) -> int:
     if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or not 1 <= count <= MAX_SEEDS:
-        raise FabricsimError(f"ecmp_seeds={count!r}: give a whole number of hash seeds from 1 to {MAX_SEEDS}")
+        raise FabricsimError(f"{option('ecmp_seeds', count)}: give a whole number of hash seeds from 1 to {MAX_SEEDS}")
     return int(count)
 
 

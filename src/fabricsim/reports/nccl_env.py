@@ -8,6 +8,7 @@ lines), `doctor`, `calibrate` and `validate --logs` read a run's environment thr
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -119,10 +120,34 @@ def _p2p_chunksize(run: RunSetup, var: str, value: str) -> EnvEffect:
     return EnvEffect(var, value, "no effect", f"it sizes send/recv chunks; {run.collective} is a collective")
 
 
+# aws-ofi-nccl releases whose tuner returns without choosing on communicators of at most this many NCCL nodes,
+# leaving NCCL's internal tuning in place: v1.9.0-aws .. v1.9.2-aws src/tuner/nccl_ofi_tuner.c:60-62
+# (nccl_ofi_tuner_get_coll_info: 'Skip runs smaller than 2 nodes and fallback to NCCL's internal tunings',
+# `if (dims.num_nodes <= 2) return ncclSuccess;`); v1.10.0-aws drops the rule.
+OFI_TUNER_SKIPS_NODES: dict[tuple[int, ...], int] = {(1, 9, 0): 2, (1, 9, 1): 2, (1, 9, 2): 2}
+_OFI_VERSION = re.compile(r"NET/OFI Initializing aws-ofi-nccl (\d+)\.(\d+)\.(\d+)")
+
+
+def tuner_plugin_skips(log_text: str, spec: ClusterSpec) -> str:
+    """Why a tuner plugin the log loaded leaves this run to NCCL's internal tuning ('' where it does not say so): an
+    aws-ofi-nccl release (its 'Initializing aws-ofi-nccl X.Y.Z' line) whose tuner skips this few NCCL nodes."""
+    m = _OFI_VERSION.search(log_text)
+    version = tuple(int(x) for x in m.groups()) if m else ()
+    nccl_nodes = -(-spec.nodes * spec.gpus_per_node // spec.domain_size)  # NCCL's nNodes: one per NVLink domain
+    skip = OFI_TUNER_SKIPS_NODES.get(version)
+    if skip is None or nccl_nodes > skip:
+        return ""
+    return (f"aws-ofi-nccl {'.'.join(map(str, version))}'s tuner leaves communicators of {skip} nodes or fewer to "
+            f"NCCL's internal tuning (src/tuner/nccl_ofi_tuner.c:60-62); this run has {nccl_nodes}")
+
+
 def _tuner_plugin(run: RunSetup, var: str, value: str) -> EnvEffect:
     # NCCL falls back to its internal tuner when the plugin lacks the symbols this NCCL wants, and says so.
     if "using internal tuner instead" in run.log_text:
         return EnvEffect(var, value, "no effect", "the log says the plugin did not load ('using internal tuner instead')")
+    skipped = tuner_plugin_skips(run.log_text, run.spec)
+    if skipped:
+        return EnvEffect(var, value, "no effect", skipped)
     return EnvEffect(var, value, "not modelled", "the plugin's algorithm/protocol choices; fabricsim's tuner picks instead")
 
 

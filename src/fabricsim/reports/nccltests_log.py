@@ -60,7 +60,8 @@ class ParsedRow:
 
 @dataclass(frozen=True)
 class ParsedLog:
-    """A whole log: collective without the `_perf` suffix, nranks if the log says, rows in order."""
+    """A whole log: collective without the `_perf` suffix, nranks if the log says (or its rows imply), rows in
+    order."""
 
     collective: str | None
     nranks: int | None
@@ -69,6 +70,7 @@ class ParsedLog:
     nccl_version: str | None
     nccl_tests_version: str | None
     fmt: str  # 'text' | 'json'
+    nranks_inferred: bool = False  # nranks is what the rows' busbw / algbw implies (bus_factor_ranks), not printed
 
 
 def _version_code(code: int) -> str:
@@ -185,7 +187,14 @@ def _finish(coll, nranks, rows, avg, nccl, tests, fmt) -> ParsedLog:
         raise FabricsimError(
             "no nccl-tests data rows found: expected a '#  size  count  type ...' header followed by lines like "
             "'     1048576        262144     float     sum      -1   ...' (or a -J JSON file with 'results')")
-    return ParsedLog(coll, nranks, rows, avg, nccl, tests, fmt)
+    inferred = nranks is None and (nranks := bus_factor_ranks(rows, coll)) is not None
+    return ParsedLog(coll, nranks, rows, avg, nccl, tests, fmt, inferred)
+
+
+def ranks_of(log: ParsedLog, collective: str | None) -> int | None:
+    """The log's rank count: as printed, else as its rows imply for `collective` (a log that does not name its
+    own), else None."""
+    return log.nranks if log.nranks is not None else bus_factor_ranks(log.rows, collective)
 
 
 def _located(line: int, fn, *args):
@@ -311,3 +320,32 @@ def parse_nccl_tests(text: str) -> ParsedLog:
         raise FabricsimError(f"the log holds {len(runs)} nccl-tests runs ({what}): split it into one file per run "
                              "(or read them with fabricsim.reports.nccltests_log.parse_runs)")
     return runs[0]
+
+
+PRINTED_GBPS = 0.005  # half the last digit of nccl-tests' algbw and busbw columns (%7.2f, src/common.cu)
+
+
+def bus_factor_ranks(rows: list[ParsedRow], collective: str | None) -> int | None:
+    """The rank count a log's rows imply where the log does not print it: nccl-tests prints busbw = algbw x
+    2(n-1)/n for all_reduce and (n-1)/n for the gathers, scatters and all-to-all (vocab.bus_factor), so busbw / algbw
+    gives n. None where the collective's factor is 1 (broadcast, reduce, sendrecv), no row moved data, or the
+    printed digits do not tell n from n +/- 1 (several hundred ranks at small bandwidths)."""
+    from fabricsim.vocab import COLLECTIVE_TABLE, bus_factor
+
+    if collective not in COLLECTIVE_TABLE or bus_factor(collective, 2) == bus_factor(collective, 3):
+        return None
+    points = [(p.algbw, p.busbw) for r in rows for p in (r.out_of_place, r.in_place)
+              if p is not None and p.algbw > 0 and p.busbw > 0]
+    if not points:
+        return None
+    algbw, busbw = max(points)
+    share = busbw / algbw / bus_factor(collective, 2) / 2  # (n-1)/n
+    if not 0 < share < 1:
+        return None
+    n = round(1 / (1 - share))
+
+    def fits(k: int) -> bool:
+        return k >= 2 and all(abs(b - a * bus_factor(collective, k)) <= PRINTED_GBPS * (1 + bus_factor(collective, k))
+                              for a, b in points)
+
+    return n if fits(n) and not fits(n - 1) and not fits(n + 1) else None

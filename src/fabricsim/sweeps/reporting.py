@@ -3,6 +3,7 @@ computed again from its row (a results file holds every point's configuration, n
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,8 @@ def links_of(row: Mapping[str, Any]) -> html_report.LinkView:
     from fabricsim.sweeps.compute import predict_point
 
     cluster_types, perf_types = kinds.option_types("cluster"), kinds.option_types("perf")
-    fields = {name: _typed(row.get(f"cluster.{name}"), typ) for name, typ in cluster_types.items() if name != "gpus"}
+    fields = {name: _typed(_text(row.get(f"cluster.{name}"), typ), typ) for name, typ in cluster_types.items()
+              if name != "gpus"}
     if any(v is None for v in fields.values()):
         raise FabricsimError(f"point {row.get('key')}: its row lacks cluster settings to rebuild it: give results "
                              "`fabricsim sweep` wrote")
@@ -68,6 +70,12 @@ def links_of(row: Mapping[str, Any]) -> html_report.LinkView:
     title = (f"point {str(row.get('key'))[:12]}: {options['collective']} {format_bytes(options['size'])} on "
              f"{spec.name}, {n:,} GPUs ({point.pick.algorithm}/{point.pick.protocol})")
     return html_report.link_view(topo, point.pick.result.link_util, title)
+
+
+def _text(value: Any, typ: Any) -> Any:
+    """An empty text field as CSV reads it back (no value) is the empty text it was written from."""
+    base = typing.get_args(typ)[0] if typing.get_origin(typ) is typing.Annotated else typ
+    return "" if value is None and base is str else value
 
 
 def _typed(value: Any, typ: Any) -> Any:

@@ -51,6 +51,7 @@ def run(plan: Plan, output: str | Path, fmt: str | None = None, *, ray: bool | N
         workers: int | None = None, retry_failed: bool = False, progress: Progress | None = None,
         task_points: int | None = None) -> Outcome:
     """Compute every point of `plan` not already in `output` (or its journal) and write all of them there."""
+    runners.check_driver()
     start = time.perf_counter()
     out = Path(output)
     fmt = format_of(out, fmt)

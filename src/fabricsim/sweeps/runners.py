@@ -28,6 +28,24 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+# Python's forkserver and spawn start methods import the driver's main script again in every worker process
+# (docs.python.org/3/library/multiprocessing.html, "Safe importing of main module").
+UNGUARDED = ("a script that runs a sweep at its top level must guard it with `if __name__ == '__main__':`: each "
+             "worker process imports the script again (Python multiprocessing, 'Safe importing of main module')")
+
+
+def check_driver() -> None:
+    """Refuse to run a sweep inside a worker process: that is a script without the main guard, imported again."""
+    import multiprocessing
+    import sys
+
+    # a worker runs the driver's script as '__mp_main__' (multiprocessing.spawn._fixup_main_from_path); in the driver
+    # that name is the main module itself (multiprocessing/__init__.py aliases it)
+    importing = sys.modules.get("__mp_main__", sys.modules.get("__main__")) is not sys.modules.get("__main__")
+    if multiprocessing.parent_process() is not None or importing:
+        raise FabricsimError(f"a sweep was started inside a sweep worker process: {UNGUARDED}")
+
+
 def _died(attempts: int) -> str:
     return (f"its worker process died {attempts} times (killed, or out of memory): rerun the sweep to try again "
             "(--retry-failed), or give the workers more memory")
@@ -48,6 +66,10 @@ def pool(tasks: Sequence[dict], workers: int) -> Results:
         running: dict[Any, int] = {}
         broken = False
         try:
+            try:
+                executor.submit(os.getpid).result()  # workers that cannot start fail here, before any task is charged
+            except BrokenProcessPool:
+                raise FabricsimError(f"the sweep's worker processes died as they started; {UNGUARDED}") from None
             while (queue and not broken) or running:
                 while queue and not broken and len(running) < IN_FLIGHT_PER_WORKER * workers:
                     try:

@@ -249,9 +249,11 @@ def _add_fabric(acc: _Acc, spec: ClusterSpec, nics: np.ndarray, nic_latency: flo
     nic = hardware.get_nic(spec.nic)
     for what, port in (("NIC " + spec.nic, nic.port_link), ("leaf_switch " + spec.leaf_switch, leaf.port_link)):
         if hardware.get_link(port).bw < hardware.get_link(tech).bw:
-            raise FabricsimError(
-                f"{what} ports ({port}) are slower than nic_gbps {spec.nic_gbps}: lower nic_gbps or pick a faster part"
-            )
+            split = (f"; nic_gbps is per port: the {nic.ports} ports of a {spec.nic} are nic_gbps "
+                     f"{hardware.get_link(port).bw * 8 / 1e9:g} with nic_ports {nic.ports}"
+                     if what.startswith("NIC") and nic.ports > 1 else "")
+            raise FabricsimError(f"{what} ports ({port}) are slower than nic_gbps {spec.nic_gbps}: lower nic_gbps or "
+                                 f"pick a faster part{split}")
     t = plan_fat_tree(spec, leaf.ports, spine.ports)
     leaves = _add_devices(acc, DeviceKind.FABRIC_SWITCH, t.n_leaf, leaf.name, level=1,
                           pod=t.leaf_pod, local=t.leaf_local)

@@ -19,6 +19,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.topology import names as N
 from fabricsim.topology.faults import Faults
 from fabricsim.topology.model import DeviceKind, Topology
+from fabricsim.topology.presets import PRESETS
 from fabricsim.topology.variants import with_link_capacity, without_links
 
 SHOWN = 4  # names listed per target in a report line before '+N more'
@@ -127,9 +128,11 @@ def _resolve(topo: Topology, target: str, factor: float, seed: int, acc: _Acc) -
     else:
         devices = N.match_devices(topo, target)
         if not devices.size:
-            nodes = f" --nodes {topo.spec.nodes}" if topo.spec is not None and topo.spec.nodes > 1 else ""
+            preset = topo.spec is not None and topo.name in PRESETS  # a file's cluster is named by its file
+            nodes = f" --nodes {topo.spec.nodes}" if preset and topo.spec is not None and topo.spec.nodes > 1 else ""
+            where = f"{topo.name}{nodes}" if preset else "<your cluster file>"
             raise FabricsimError(f"{verb} '{target}' matches no device of {topo.name} ({topo.n_gpus:,} GPUs): names look "
-                                 f"like {N.examples(topo)} (`fabricsim whatif names {topo.name}{nodes}` lists them)")
+                                 f"like {N.examples(topo)} (`fabricsim whatif names {where}` lists them)")
         _devices(topo, target, factor, acc, devices, shown)
 
 

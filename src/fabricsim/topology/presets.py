@@ -25,9 +25,11 @@ def _size(preset: str, per_unit: int, unit: str, nodes_per_unit: int, nodes: int
                                  f"got {gpus}")
         if gpus % per_unit:
             lo = max(per_unit, gpus // per_unit * per_unit)
-            raise FabricsimError(
-                f"preset {preset}: {gpus} GPUs is not a multiple of {per_unit} GPUs per {unit}: use {lo} or {lo + per_unit}"
-            )
+            spread = -(-gpus // per_unit)  # the fewest units that hold them, the same number on each
+            even = (f", or {option('nodes', spread)} {option('gpus', gpus)} for {gpus // spread} on each of {spread} "
+                    f"{unit}s" if unit == "node" and gpus > per_unit and gpus % spread == 0 else "")
+            raise FabricsimError(f"preset {preset}: {gpus} GPUs is not a multiple of {per_unit} GPUs per {unit}: use "
+                                 f"{lo} or {lo + per_unit}{even}")
         return gpus // per_unit * nodes_per_unit
     if nodes is None:
         return default_nodes

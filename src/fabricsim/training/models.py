@@ -224,6 +224,9 @@ def _check(m: ModelSpec) -> None:
     """Checks across fields (each field's own type and range: the annotations)."""
     if m.heads % m.kv_heads:
         raise FabricsimError(f"heads ({m.heads}) must be a multiple of kv_heads ({m.kv_heads})")
+    if not m.head_dim and m.hidden % m.heads:  # Megatron-Core: kv_channels = hidden // heads unless given
+        raise FabricsimError(f"hidden ({m.hidden}) is not a multiple of heads ({m.heads}), so the head size is not "
+                             "whole: set head_dim, or give hidden and heads that divide")
     if m.is_moe and (m.moe_ffn < 1 or m.top_k > m.experts):
         raise FabricsimError(f"an MoE model needs moe_ffn >= 1 and top_k <= experts ({m.experts})")
     if m.n_dense_layers > m.layers:

@@ -190,8 +190,24 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
         sweep.exposures[label] = explain_wall(runs)
     if progress is not None:
         progress(total, total)
-    sweep.warnings = _warnings(sweep, efficiency)
+    sweep.warnings = _warnings(sweep, efficiency) + _resized(cluster, counts)
     return sweep
+
+
+def _resized(cluster, counts: Sequence[int]) -> list[str]:
+    """Where the sweep sized a cluster file (or spec) to GPU counts other than its own: a preset is sized by design,
+    a file says its node count, so running other counts on a resized copy is said."""
+    from fabricsim import topology
+
+    if isinstance(cluster, str) and cluster in topology.PRESETS:
+        return []
+    spec = topology.load_spec(cluster) if isinstance(cluster, (str, Path)) else cluster
+    own = int(spec.nodes) * int(spec.gpus_per_node)
+    other = [n for n in counts if n != own]
+    if not other:
+        return []
+    return [f"{spec.name} has {own} GPUs ({spec.nodes} node{'s' * (spec.nodes != 1)} of {spec.gpus_per_node}); train "
+            f"sets its node count to fit each GPU count, so {', '.join(map(str, other))} GPUs ran on a resized copy"]
 
 
 def _healthy(cluster, faults):

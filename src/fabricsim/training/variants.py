@@ -21,7 +21,8 @@ def _xdr(s: ClusterSpec) -> ClusterSpec:
     # ConnectX-8 800 Gb/s XDR with Quantum-X800 Q3400 switches (NV-ConnectX, NV-B300-RA XDR variant); Ethernet: SN5600 800G.
     if s.fabric == "infiniband":
         return replace(s, nic="cx8", nic_gbps=800.0, leaf_switch="q3400", spine_switch="q3400")
-    return replace(s, nic="cx8-eth", nic_gbps=800.0, leaf_switch="sn5600", spine_switch="sn5600")
+    # ConnectX-8 in Ethernet mode is 2 x 400GbE ports (hardware.nics): nic_gbps is per port
+    return replace(s, nic="cx8-eth", nic_gbps=400.0, nic_ports=2, leaf_switch="sn5600", spine_switch="sn5600")
 
 
 def _nvl72_chips(gpu_name: str) -> int:
