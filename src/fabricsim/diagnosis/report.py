@@ -108,6 +108,9 @@ def _finding_line(f: Finding) -> str:
         return f"[{f.state}] {f.title}"
     if f.ratio is None:
         effect = f.verdict
+    elif f.state == "ruled out":  # what it would have done, had the log not ruled it out
+        effect = (f"the log's lines rule it out (applied anyway, measured would be {f.ratio:.2f}x the prediction, "
+                  f"{f.share:.0%} of the gap closed at {_sizes(f.covered)})")
     else:
         effect = (f"{f.verdict}: measured {f.ratio:.2f}x the prediction with it applied, closes {f.share:.0%} of the gap"
                   f" at {_sizes(f.covered)}")

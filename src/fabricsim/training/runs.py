@@ -55,6 +55,17 @@ class Sweep:
         return f"{self.model} on {self.cluster}" + ("" if label == "baseline" else f" with {variant_name(label, self.whatif)}")
 
 
+def _guessed(names: list[str]) -> str:
+    """Unknown option names, each with the option it is closest to ('tp_overlp (did you mean tp_overlap?)')."""
+    import difflib
+
+    out = []
+    for name in names:
+        close = difflib.get_close_matches(name, OPTIONS, n=1)
+        out.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    return ", ".join(out)
+
+
 def variant_name(label: str, whatif: WhatIf | None) -> str:
     """What a label changes, in words: an interconnect variant, or the faults and jitter."""
     return whatif.text if label == WHATIF and whatif is not None else VARIANTS[label][0]
@@ -75,7 +86,7 @@ def load_run_file(path: str | Path) -> dict[str, Any]:
         raise FabricsimError(f"{p}: '{same[0]}' and '{same[1]}' name the same option: keep one")
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
-        raise FabricsimError(f"{p}: unknown option(s) {', '.join(unknown)}: use some of {', '.join(OPTIONS)}")
+        raise FabricsimError(f"{p}: unknown option(s) {_guessed(unknown)}: use some of {', '.join(OPTIONS)}")
     if isinstance(options.get("gpus"), str):
         options["gpus"] = [int(x) for x in options["gpus"].split(",") if x.strip().isdigit()] or options["gpus"]
     if isinstance(options.get("compare"), str):
@@ -106,7 +117,7 @@ def layout_request(options: dict[str, Any], search: bool = False) -> tuple[P.Par
     settings over DEFAULTS; with `search` the sizes given only fix those sizes of the search."""
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
-        raise FabricsimError(f"unknown training option(s) {', '.join(unknown)}: use some of {', '.join(OPTIONS)}")
+        raise FabricsimError(f"unknown training option(s) {_guessed(unknown)}: use some of {', '.join(OPTIONS)}")
     _check_types(options)
     given = {k: v for k, v in options.items() if v is not None}
     sizes = {k: given.pop(k) for k in LAYOUT_SIZES if k in given}
