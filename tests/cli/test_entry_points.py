@@ -99,8 +99,8 @@ def test_perf_loads_only_what_it_needs():
     """Every module a perf run on a preset loads (sys.modules at its end: `python -X importtime` misses modules
     loaded by importlib.import_module, as lazy commands and API names are): neither training, validation, plotting,
     YAML nor the progress bar (stderr is not a terminal here); nor another command's API module, the fault resolver
-    and the variants (a healthy cluster), the schedule executor, the trace writer, nor json, hashlib or fractions
-    (the table, an exact key, integer size parsing)."""
+    and the variants (a healthy cluster), the schedule executor, the trace writer, the NCCL environment reader (no
+    --env), nor json, hashlib or fractions (the table, an exact key, integer size parsing)."""
     code = ("import contextlib, io, sys\n"
             "from fabricsim.cli.main import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
@@ -119,7 +119,7 @@ def test_perf_loads_only_what_it_needs():
                 or m in ("fabricsim.api.compare_run", "fabricsim.api.train_run", "fabricsim.api.sweep_run",
                          "fabricsim.api.jobs_run", "fabricsim.api.failures_run", "fabricsim.api.calibrate_run",
                          "fabricsim.topology.faulted", "fabricsim.topology.variants", "fabricsim.schedules.execute",
-                         "fabricsim.engine.trace", "json", "hashlib", "fractions")}
+                         "fabricsim.engine.trace", "fabricsim.reports.nccl_env", "json", "hashlib", "fractions")}
     assert not unwanted
 
 

@@ -142,6 +142,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     ECMP hash seeds (from the cluster's `ecmp_seed`): each row is its size's median seed, `ecmp` the spread.
     `env` ({'NCCL_BUFFSIZE': '4194304', 'NCCL_P2P_DISABLE': '1', ...}) is the run's NCCL environment, honoured as
     `fabricsim.reports.nccl_env.ENV` says (`result.env` lists how each variable was)."""
+    from fabricsim.engine.chunking import ChunkEnv
     from fabricsim.reports import ecmp
     from fabricsim.reports.sweep import check_options, forced_notes, predict
     from fabricsim.tuner.nccl_versions import release
@@ -151,9 +152,13 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
                               cost_model=cost_model, library=library)
     size_list = parse_sizes(sizes)
     algos, protos = names(algo, "algo", collective), names(proto, "proto", collective)
-    c, run_env, effects = with_env(c, collective, env or {})
-    algos = _one_choice(algos, run_env.algos, "algo", "NCCL_ALGO", "algorithms")
-    protos = _one_choice(protos, run_env.protos, "proto", "NCCL_PROTO", "protocols")
+    effects: tuple[EnvEffect, ...] = ()
+    chunk_env = ChunkEnv()  # NCCL's own buffer and chunk sizes
+    if env:  # (without one, nothing of reports.nccl_env is needed: perf's start-up does not load it)
+        c, run_env, effects = with_env(c, collective, env)
+        algos = _one_choice(algos, run_env.algos, "algo", "NCCL_ALGO", "algorithms")
+        protos = _one_choice(protos, run_env.protos, "proto", "NCCL_PROTO", "protocols")
+        chunk_env = run_env.chunk_env
     notes = forced_notes(c.topology, c.ranks, collective, algos) + fault_notes(c, cost_model)
     rel = release(nccl_version)
     seeds = ecmp.check_seeds(ecmp_seeds)
@@ -169,7 +174,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
         tick = None if progress is None else (lambda done, total: progress(k * total + done, seeds * total))
         return predict(topo, c.ranks, collective, size_list, dtype=dtype, redop=op, root=root, algos=algos,
                        protos=protos, level=level_run or "flow", library=library, cost_model=cost_model,
-                       progress=tick, nccl_version=nccl_version, chunk_env=run_env.chunk_env)
+                       progress=tick, nccl_version=nccl_version, chunk_env=chunk_env)
 
     points, spread = ecmp.over_seeds(c.topology, seeds, run) if seeds > 1 else (run(c.topology), [])
     return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
@@ -178,7 +183,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
 
 
 def with_env(c: Cluster, collective: str, env: Mapping[str, str],
-              log_text: str = "") -> tuple[Cluster, RunSetup, tuple[EnvEffect, ...]]:
+             log_text: str = "") -> tuple[Cluster, RunSetup, tuple[EnvEffect, ...]]:
     """`c` as the NCCL environment `env` leaves it (NCCL_P2P_DISABLE rebuilds it, on the same ranks), what the
     environment chose, and how each variable was honoured (`log_text`: the run's log, where it says more, e.g. that
     a tuner plugin did not load)."""
