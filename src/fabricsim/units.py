@@ -6,7 +6,6 @@ Conversions happen only at the edges (CLI, YAML, reports) through these helpers.
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
 from fabricsim.errors import FabricsimError
 
@@ -29,7 +28,7 @@ def parse_size(text: str | int) -> int:
     too_big = FabricsimError(f"size '{shown}' is more than fabricsim sizes a buffer ({MAX_BYTES} bytes, 256 TiB): "
                              "use a smaller size")
     if isinstance(text, int):
-        value = Fraction(text)
+        value = int(text)
     else:
         m = _SIZE_RE.match(text)
         if not m:
@@ -41,14 +40,17 @@ def parse_size(text: str | int) -> int:
             raise too_big
         if len(frac) > 40:  # a suffix multiplies by at most 2^40: more decimals never make whole bytes
             raise FabricsimError(f"invalid size '{shown}': it is not a whole number of bytes")
-        value = Fraction(f"{whole or 0}.{frac or 0}") * _SIZE_MULT[m.group(2).upper()]
-    if value.denominator != 1:
-        raise FabricsimError(f"invalid size '{shown}': it is not a whole number of bytes")
+        scale = 10 ** len(frac)  # the number is digits / scale, times the suffix: integers all the way
+        digits = int(whole or 0) * scale + int(frac or 0)
+        bytes_, rest = divmod(digits * _SIZE_MULT[m.group(2).upper()], scale)
+        if rest:
+            raise FabricsimError(f"invalid size '{shown}': it is not a whole number of bytes")
+        value = bytes_
     if value < 0:
         raise FabricsimError(f"invalid size '{shown}': sizes must be zero or positive")
     if value > MAX_BYTES:
         raise too_big
-    return int(value)
+    return value
 
 
 _TIME_RE = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*(s|ms|us|ns)?\s*$")

@@ -96,17 +96,47 @@ def test_notes_go_to_stderr_and_stdout_stays_machine_readable():
 
 
 def test_perf_loads_only_what_it_needs():
-    """`python -X importtime` lists every module a run imports: perf on a preset needs neither training,
-    validation, plotting, YAML nor the progress bar (stderr is not a terminal here)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "fabricsim", "perf", "all_reduce", "-c",
-                           "dgx-h100", "-b", "1M", "-e", "1M"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "fabricsim.tuner.select" in imported
+    """Every module a perf run on a preset loads (sys.modules at its end: `python -X importtime` misses modules
+    loaded by importlib.import_module, as lazy commands and API names are): neither training, validation, plotting,
+    YAML nor the progress bar (stderr is not a terminal here); nor another command's API module, the fault resolver
+    and the variants (a healthy cluster), the schedule executor, the trace writer, the NCCL environment reader (no
+    --env), nor json, hashlib or fractions (the table, an exact key, integer size parsing)."""
+    code = ("import contextlib, io, sys\n"
+            "from fabricsim.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    status = main(['perf', 'all_reduce', '-c', 'dgx-h100', '-b', '1M', '-e', '1M'])\n"
+            "loaded = sorted(sys.modules)\n"
+            "import json\n"
+            "print(json.dumps([status, loaded]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    status, modules = json.loads(done.stdout)
+    assert status == 0
+    imported = set(modules)
+    assert {"fabricsim.tuner.select", "fabricsim.cli.perf", "fabricsim.api.perf_run"} <= imported
     unwanted = {m for m in imported if m.split(".")[0] in ("matplotlib", "yaml", "tqdm", "pandas")
                 or m.startswith(("fabricsim.training", "fabricsim.validation", "fabricsim.cli.train",
-                                 "fabricsim.cli.validate", "fabricsim.cli.compare"))}
+                                 "fabricsim.cli.validate", "fabricsim.cli.compare"))
+                or m in ("fabricsim.api.compare_run", "fabricsim.api.train_run", "fabricsim.api.sweep_run",
+                         "fabricsim.api.jobs_run", "fabricsim.api.failures_run", "fabricsim.api.calibrate_run",
+                         "fabricsim.topology.faulted", "fabricsim.topology.variants", "fabricsim.schedules.execute",
+                         "fabricsim.engine.trace", "fabricsim.reports.nccl_env", "json", "hashlib", "fractions")}
     assert not unwanted
+
+
+def test_the_cli_asks_openblas_for_one_thread_unless_the_user_chose(monkeypatch):
+    """Before numpy loads, `main` sets OPENBLAS_NUM_THREADS=1 where it is unset; a user's value stands, and once
+    numpy is loaded nothing is set (it would come too late)."""
+    from fabricsim.cli.main import one_blas_thread
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    one_blas_thread()  # numpy is loaded in the test process
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    monkeypatch.delitem(sys.modules, "numpy")
+    one_blas_thread()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    one_blas_thread()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"
 
 
 def test_help_lists_every_command():

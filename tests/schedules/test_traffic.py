@@ -128,3 +128,26 @@ def test_nbytes_must_be_whole_elements():
 
     with pytest.raises(FabricsimError, match="whole number"):
         traffic(build_schedule("all_reduce", "ring", 4), 10, 4)
+
+
+@pytest.mark.parametrize("collective,algo,structure", [
+    ("all_reduce", "ring", Structure(16, 8)), ("all_gather", "ring", Structure(8, 8)),
+    ("reduce_scatter", "ring", Structure(16, 4)), ("broadcast", "ring", Structure(8, 4)),
+    ("all_reduce", "tree", Structure(16, 4)), ("all_reduce", "nvls", Structure(8, 8, True)),
+    ("all_reduce", "nvls_tree", Structure(32, 8, True)), ("all_reduce", "rabenseifner", Structure(8, 8)),
+    ("all_gather", "bruck", Structure(8, 8)), ("all_reduce", "collnet_direct", Structure(16, 4, True, True)),
+    ("alltoall", "pairwise", Structure(8, 8)),
+])
+def test_step_facts_say_what_the_traffic_says(collective, algo, structure):
+    """Where step_facts answers (every chunk holds bytes), each step's repeat, whether it moves bytes and whether it
+    has pipeline windows are what `traffic` gives; it answers for a ring AllReduce (the tuner's bound relies on it)."""
+    sched = build_schedule(collective, algo, structure.nranks, structure=structure, channels=2)
+    pieces = sched.nchunks if sched.chunkmap is None else int(np.prod(sched.chunkmap.split))
+    facts = traffic_mod.step_facts(sched, pieces * 4, 4)
+    if (collective, algo) == ("all_reduce", "ring"):
+        assert facts is not None
+    if facts is None:
+        return
+    said = [(st.repeat, bool(((st.src != st.dst) & (st.nbytes > 0)).any()) or bool((st.innet.nbytes > 0).any()),
+             st.active is not None) for st in traffic(sched, pieces * 4, 4)]
+    assert facts == said

@@ -36,6 +36,7 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
             env_pairs, placement, level, cost_model, old_model, plot_path, fmt, report_path):
     """Compare a real nccl-tests LOG with fabricsim's prediction of the same sizes on a cluster."""
     from fabricsim import api
+    from fabricsim.api.clusters import unit_gpus
     from fabricsim.reports import compare as report
     from fabricsim.reports.nccltests_log import parse_nccl_tests, ranks_of
 
@@ -56,7 +57,7 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
         sized = f" --nodes {nodes}" if nodes is not None else ""
         sized += f" --gpus {gpus}" if gpus is not None else ""
         raise FabricsimError(report.rank_mismatch(nranks, cluster, sized, c.n_gpus, int(c.spec.gpus_per_node),
-                                                  api._unit(c.spec)))
+                                                  unit_gpus(c.spec)))
     with progress_bar("compare") as progress:
         result = api.compare(log_path, c, collective=collective, placement=placement, algo=algo, proto=proto,
                              level=level, cost_model=model, progress=progress, nccl_version=nccl_version,

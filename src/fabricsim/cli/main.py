@@ -8,6 +8,7 @@ or a usage error, printed as one line on stderr), 130 interrupted. A reader that
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -52,9 +53,21 @@ def _usage_line(err: click.UsageError) -> str:
     return f"error: {one_line(err.format_message())} (see '{where} --help')"
 
 
+def one_blas_thread() -> None:
+    """Have numpy's OpenBLAS start one thread, unless the user chose a number (OPENBLAS_NUM_THREADS) or numpy is
+    already loaded (then it is too late, and not this process's start). OpenBLAS starts a thread per core when
+    numpy loads, and each spins for a while waiting for work: fabricsim's array operations never hand it any
+    worth splitting, so the pool only costs CPU time (about 0.1 s per run on a 2-core machine, which a shared
+    machine pays in wall time too) and makes a dot product's rounding depend on the core count. Worker processes
+    a command starts (sweep's pool) inherit the setting."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run `fabricsim` with `argv` (default: the process's) and return the exit status; bad input prints one
     line on stderr, never a traceback."""
+    one_blas_thread()
     try:
         rv = cli.main(args=argv, prog_name="fabricsim", standalone_mode=False)
     except FabricsimError as err:

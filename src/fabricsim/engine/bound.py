@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from fabricsim.engine import unit_cache
-from fabricsim.engine.call import Job, job_call
+from fabricsim.engine.call import Call, Job, job_call
 from fabricsim.engine.plan import algbw_cap, call_chunks, call_model
+from fabricsim.schedules.traffic import step_facts
 from fabricsim.topology.model import Topology
 
 ROUNDING_MARGIN = 1e-9  # relative: the step terms are summed in another order than the engine sums them
@@ -32,9 +33,19 @@ def least_time(topo: Topology, job: Job, *, steps: bool = False) -> float:
     least = model.base_latency + call.nbytes / algbw_cap(model, call.channels, call_chunks(call, model))
     if not steps or not unit_cache.by_unit(call):
         return least
-    traffic = unit_cache.unit_traffic(topo, call)
     hop = float(np.min(model.step_hop_latency))
-    paid = sum(st.repeat for st in traffic
-               if (call.algorithm == "ring" or st.active is None or st.repeat <= 1)
-               and (bool(((st.src != st.dst) & (st.nbytes > 0)).any()) or bool((st.innet.nbytes > 0).any())))
+    paid = sum(repeat for repeat, moves, windowed in _unit_steps(topo, call)
+               if moves and (call.algorithm == "ring" or not windowed or repeat <= 1))
     return (least + paid * hop) * (1 - ROUNDING_MARGIN) if paid * hop > 0 else least
+
+
+def _unit_steps(topo: Topology, call: Call) -> list[tuple[int, bool, bool]]:
+    """(repeat, moves bytes, has pipeline windows) of each step of the call's traffic at its unit message: read off
+    the schedule where every chunk holds bytes (`schedules.traffic.step_facts`: a ring's thousands of steps cost
+    no traffic), else off the traffic the unit cache keeps (and then times)."""
+    assert call.schedule is not None, "a call timed by its unit has a schedule"
+    facts = step_facts(call.schedule, call.pieces * call.elem_size, call.elem_size)
+    if facts is not None:
+        return facts
+    return [(st.repeat, bool(((st.src != st.dst) & (st.nbytes > 0)).any()) or bool((st.innet.nbytes > 0).any()),
+             st.active is not None) for st in unit_cache.unit_traffic(topo, call)]

@@ -15,7 +15,6 @@ drain times the solver finds for them (linear in the bytes), are shared by the p
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, replace
 
@@ -105,9 +104,9 @@ def concat(sets: list[FlowSet]) -> FlowSet:
 
 def routes_for(topo: Topology, src: np.ndarray, dst: np.ndarray, pxn: bool | None, adaptive: bool,
                p2p: bool = False) -> Routes:
-    """`route_pairs`, kept in the topology's derived store by the exact pair list (a ring's steps all share one)."""
-    key = ("routes", hashlib.blake2b(src.astype(np.int32).tobytes() + b"|" + dst.astype(np.int32).tobytes(),
-                                     digest_size=16).digest(), pxn, adaptive, p2p)
+    """`route_pairs`, kept in the topology's derived store by the exact pair list (a ring's steps all share one): the
+    key holds the pairs' bytes themselves (8 per pair, far less than their routes), so no two lists can share one."""
+    key = ("routes", src.astype(np.int32).tobytes() + b"|" + dst.astype(np.int32).tobytes(), pxn, adaptive, p2p)
     return topo.derive(key, lambda: routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive, p2p=p2p))
 
 

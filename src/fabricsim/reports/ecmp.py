@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fabricsim.errors import FabricsimError, option
-from fabricsim.topology import Topology, with_ecmp_seed
+from fabricsim.topology import Topology
 
 MAX_SEEDS = 64  # each seed re-routes and re-times the whole sweep: a bound that keeps a run in minutes
 
@@ -73,6 +73,8 @@ def check_seeds(count) -> int:
 def over_seeds(topo: Topology, count: int, run: Callable[[Topology, int], list]) -> tuple[list, list[EcmpSpread]]:
     """(points, spreads): `run(variant, k)` -> the sweep's points (each with `.row`) on the seed-k variant, for the
     `count` seeds from the topology's own; per size the median seed's point and the spread over all seeds."""
+    from fabricsim.topology import with_ecmp_seed
+
     base = int(topo.features.get("ecmp_seed", 0))
     seeds = [(base + k) % 2**32 for k in range(count)]
     runs = [run(topo if s == base else with_ecmp_seed(topo, s), k) for k, s in enumerate(seeds)]

@@ -7,9 +7,6 @@ nccl-tests' `*GetBw` / `*GetCollByteCount` (src/<coll>.cu).
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from dataclasses import dataclass
 
 from fabricsim.errors import FabricsimError
@@ -124,11 +121,16 @@ def record(row: PerfRow) -> dict:
 def format_json(rows: list[PerfRow], meta: dict | None = None, **extra) -> str:
     """A JSON document: the `meta` fields (cluster, ranks, collective, cost model, ...), then 'rows', one
     object per size (units in the key names), then any `extra` lists (e.g. 'explain')."""
+    import json  # here, not at the top: the table a plain `perf` prints needs neither json nor csv
+
     return json.dumps({**(meta or {}), "rows": [record(r) for r in rows], **extra}, indent=2) + "\n"
 
 
 def format_csv(rows: list[PerfRow]) -> str:
     """The same records as CSV with a header line."""
+    import csv
+    import io
+
     out = io.StringIO()
     records = [record(r) for r in rows]
     fields = list(record(rows[0])) if rows else list(record(PerfRow(0, 0, "", "", -1, 1.0, 0.0, 0.0)))

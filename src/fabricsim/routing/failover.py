@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabricsim.routing.tables import Tables, nics_per_gpu
-from fabricsim.topology.faulted import Cut
+from fabricsim.topology.faults import Cut
 from fabricsim.topology.model import Topology
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.routing.tables import Tables, find_links
-from fabricsim.topology.faulted import Cut
+from fabricsim.topology.faults import Cut
 from fabricsim.topology.model import Topology
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

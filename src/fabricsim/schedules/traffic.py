@@ -82,11 +82,17 @@ def _prefix(schedule: Schedule, nbytes: int, elem_size: int) -> np.ndarray:
     return np.concatenate([[0.0], np.cumsum(chunk_bytes(schedule, nbytes, elem_size))])
 
 
+def _windowed(step: Step) -> bool:
+    """Whether `traffic` gives the step pipeline windows (StepTraffic.active): a stride-1 pipeline of one-chunk
+    transfers whose repetitions stay within one pass of the block (a tree's or chain's fill and drain)."""
+    return not (step.repeat == 1 or step.stride != 1 or step.span is not None or step.repeat > step.period)
+
+
 def _active_window(step: Step, cs: np.ndarray, chunks: np.ndarray, span: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """(first, last) repetition in which each transfer moves a non-empty chunk, for a stride-1 pipeline
-    whose repetitions stay within one pass of the block (a tree's or chain's fill and drain); None otherwise."""
+    """(first, last) repetition in which each transfer moves a non-empty chunk, for a step `_windowed` says is a
+    pipeline; None otherwise."""
     R, p = step.repeat, step.period
-    if R == 1 or step.stride != 1 or span is not None or R > p:
+    if not _windowed(step):
         return None
     nblocks = -(-int(cs.size - 1) // p)
     full = np.zeros(nblocks * p, dtype=bool)
@@ -125,6 +131,22 @@ def traffic(schedule: Schedule, nbytes: int, elem_size: int) -> list[StepTraffic
         active = _active_window(step, cs, chunks, step.span)
         out.append(StepTraffic(src=step.src, dst=step.dst, nbytes=total / step.repeat, innet=innet,
                                repeat=step.repeat, active=active))
+    return out
+
+
+def step_facts(schedule: Schedule, nbytes: int, elem_size: int) -> list[tuple[int, bool, bool]] | None:
+    """Per step, what `traffic` would say of it for this message without summing bytes over repetitions:
+    (repeat, whether a transfer between two ranks or an in-network operation moves bytes, whether it has pipeline
+    windows). None where a chunk is empty or the schedule is rotated: then only `traffic` tells which transfers
+    move bytes. With every chunk holding bytes, a transfer of at least one chunk moves bytes in every repetition.
+    (The tuner bounds a candidate's time by these before it times it: a ring's 2(n - 1) steps, without building
+    their traffic.)"""
+    if schedule.rotations > 1 or not (chunk_bytes(schedule, nbytes, elem_size) > 0).all():
+        return None
+    out = []
+    for step in schedule.steps:
+        moving = (step.src != step.dst) if step.span is None else (step.src != step.dst) & (step.span > 0)
+        out.append((int(step.repeat), bool(moving.any()) or len(step.innet) > 0, _windowed(step)))
     return out
 
 

@@ -1,20 +1,29 @@
 """fabricsim.topology: cluster specs, presets, the immutable array-backed Topology they build into, what-if
-variants of it (`with_link_capacity`, `without_links`), and faults (`apply_faults`: failed and degraded parts)."""
+variants of it (`with_link_capacity`, `without_links`), and faults (`apply_faults`: failed and degraded parts).
+
+The variants and the fault resolver are imported when first asked for (PEP 562): a healthy cluster's run never
+needs them."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fabricsim.errors import FabricsimError, option
 from fabricsim.topology.builders import build_topology
-from fabricsim.topology.faulted import apply_faults
 from fabricsim.topology.faults import NO_FAULTS, Faults
 from fabricsim.topology.model import DeviceKind, Topology
 from fabricsim.topology.presets import PRESETS, preset_spec
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.topology.validate import validate
-from fabricsim.topology.variants import with_ecmp_seed, with_link_capacity, without_links
+
+if TYPE_CHECKING:
+    from fabricsim.topology.faulted import apply_faults
+    from fabricsim.topology.variants import with_ecmp_seed, with_link_capacity, without_links
+
+_LAZY = {"apply_faults": "faulted", "with_ecmp_seed": "variants", "with_link_capacity": "variants",
+         "without_links": "variants"}  # name -> the module of this package that holds it
 
 __all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Faults", "Topology", "apply_faults", "build", "load_cluster",
            "load_spec", "preset_spec", "save_cluster", "validate", "with_ecmp_seed", "with_link_capacity",
@@ -23,9 +32,26 @@ __all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Faults", "Topology", "apply_
 
 def build(spec: ClusterSpec) -> Topology:
     """Build and validate the topology of `spec`, with its faults applied (`apply_faults`)."""
-    topo = build_topology(replace(spec, faults=NO_FAULTS) if spec.faults else spec)
+    if not spec.faults:
+        topo = build_topology(spec)
+        validate(topo)
+        return topo
+    from fabricsim.topology.faulted import apply_faults
+
+    topo = build_topology(replace(spec, faults=NO_FAULTS))
     validate(topo)
     return apply_faults(topo, spec.faults)
+
+
+def __getattr__(name: str) -> Any:
+    """PEP 562: the variants and `apply_faults`, imported from their modules when first asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'fabricsim.topology' has no attribute '{name}'")
+    from importlib import import_module
+
+    value = getattr(import_module(f"fabricsim.topology.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
 
 
 def load_spec(name_or_path: str | Path, nodes: int | None = None, gpus: int | None = None) -> ClusterSpec:

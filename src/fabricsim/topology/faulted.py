@@ -17,16 +17,12 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.topology import names as N
-from fabricsim.topology.faults import Faults
+from fabricsim.topology.faults import Cut, Faults
 from fabricsim.topology.model import DeviceKind, Topology
 from fabricsim.topology.presets import PRESETS
 from fabricsim.topology.variants import with_link_capacity, without_links
 
 SHOWN = 4  # names listed per target in a report line before '+N more'
-
-
-class Cut(FabricsimError):
-    """Faults that leave a GPU unable to reach the others: nothing can run on that cluster."""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,11 @@ _COUNT = re.compile(r"random:(?P<n>[0-9]+(?:\.[0-9]+)?)(?P<pct>%?):(?P<cls>[a-z-
 _SYNTAX = ("a device name or glob (node3.nic0, spine*), a link 'A -> B', or random:N:CLASS / random:P%:CLASS")
 
 
+class Cut(FabricsimError):
+    """Faults that leave a GPU unable to reach the others: nothing can run on that cluster (raised by
+    `topology.faulted` and by routing, which finds the cut; it lives here so routing does not load the resolver)."""
+
+
 def _classes() -> tuple[str, ...]:
     from fabricsim.topology.names import CLASSES
 
