@@ -45,6 +45,19 @@ def _transport(s: dict) -> str:
     return text + (f", {per} NIC ports per GPU" if per > 1 else "")
 
 
+def _oversubscription(s: dict) -> list[tuple[str, str]]:
+    """The oversubscription row, where the cluster file sets one: the leaves' down:up bandwidth as built, or that the
+    setting has no effect (every NIC on one leaf switch). Nothing for a non-blocking cluster."""
+    o = s.get("oversubscription_set", 1.0)
+    if o == 1:
+        return []
+    built = s.get("leaf_down_up")
+    if built is None:
+        where = "no scale-out fabric" if not s["fabric"] else "every NIC is on one leaf switch, no traffic crosses an uplink"
+        return [("oversubscription", f"{o:g}:1 set, no effect: {where}")]
+    return [("oversubscription", f"{o:g}:1 set; leaves {built:.3g}:1 down:up bandwidth as built")]
+
+
 def render(s: dict) -> str:
     """The summary as an aligned, deterministic text report."""
     rows = [
@@ -63,6 +76,7 @@ def render(s: dict) -> str:
         ("fabric", f"{s['fabric'] or 'none'}, {s['fabric_levels']} level(s)"
                    + _transport(s)
                    + (f", {s['fabric_planes']} rail planes" if s["fabric_planes"] > 1 else "")),
+        *_oversubscription(s),
         ("features", ", ".join(k for k, v in s["features"].items() if v) or "none"),
         ("switches", ", ".join(f"{k} {v:,}" for k, v in s["switches"].items() if v)),
         ("size", f"{s['devices']:,} devices, {s['directed_links']:,} directed links"),

@@ -16,6 +16,7 @@ from fabricsim.multijob.placement import Request, parse_ranks, place
 from fabricsim.multijob.spec import POLICIES, JobsFile
 from fabricsim.multijob.workload import Communication, communication
 from fabricsim.topology.model import DeviceKind, Topology
+from fabricsim.topology.summary import oversubscription
 from fabricsim.units import parse_duration
 
 TIER = {1: "leaf", 2: "spine", 3: "core"}
@@ -76,7 +77,7 @@ class JobsRun:
 
     cluster: str
     gpus: int
-    oversubscription: float
+    oversubscription: float  # the leaves' down:up bandwidth as built (1.0: not set, or no effect: one leaf)
     placement: str  # the default policy of the run (what --placement / --compare-placement set)
     level: str
     jobs: tuple[JobReport, ...]
@@ -132,7 +133,7 @@ def run_jobs(spec: JobsFile, placement: str | None = None, *, topo: Topology | N
         comm_alone = w.iterations * sum(p.alone for p in w.phases if p.coflow is not None)
         reports.append(JobReport(job.name, "ranks" if req.ranks is not None else req.policy, ranks, c.what, w.start,
                                  w.iterations, alone.end - w.start, end - start, comm_alone, tuple(held)))
-    return JobsRun(topo.name, topo.n_gpus, float(topo.spec.oversubscription) if topo.spec else 1.0,
+    return JobsRun(topo.name, topo.n_gpus, oversubscription(topo),
                    placement or spec.placement, spec.level, tuple(reports), _contended(topo, together),
                    utilisation(topo, together), together, topo, tuple(n for c in comms for n in c.notes))
 

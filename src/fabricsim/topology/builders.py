@@ -254,11 +254,12 @@ def _add_fabric(acc: _Acc, spec: ClusterSpec, nics: np.ndarray, nic_latency: flo
                      if what.startswith("NIC") and nic.ports > 1 else "")
             raise FabricsimError(f"{what} ports ({port}) are slower than nic_gbps {spec.nic_gbps}: lower nic_gbps or "
                                  f"pick a faster part{split}")
-    t = plan_fat_tree(spec, leaf.ports, spine.ports)
+    up = _slower(leaf.port_link, spine.port_link)
+    # oversubscription is a bandwidth ratio: the plan sizes the uplinks by the NIC and uplink rates, not port counts
+    t = plan_fat_tree(spec, leaf.ports, spine.ports, hardware.get_link(tech).bw / hardware.get_link(up).bw)
     leaves = _add_devices(acc, DeviceKind.FABRIC_SWITCH, t.n_leaf, leaf.name, level=1,
                           pod=t.leaf_pod, local=t.leaf_local)
     _add_pairs(acc, nics, leaves[t.nic_leaf], tech, enter_b=leaf.hop_latency, enter_a=nic_latency)
-    up = _slower(leaf.port_link, spine.port_link)
     if t.levels >= 2:
         spines = _add_devices(acc, DeviceKind.FABRIC_SWITCH, t.n_spine, spine.name, level=2,
                               pod=t.spine_pod, local=t.spine_local)

@@ -3,7 +3,11 @@
 Pure index arithmetic (numpy), no devices: `builders` turns the plan into devices and links.
 
 Rules (NVIDIA DGX SuperPOD reference architectures NV-H100-RA / NV-B200-RA, docs/SOURCES.md):
-- leaf: down ports D, uplinks U = ceil(D / oversubscription); D + U never exceeds the radix.
+- leaf: down ports D at the NIC speed, uplinks U = ceil(D x down speed / (oversubscription x up speed)), so the
+  leaf's down:up BANDWIDTH is the cluster's oversubscription (the schema's "leaf down:up bandwidth ratio"; a
+  200G NIC on an 800G-port leaf needs a quarter of the uplinks a NIC of the port's own speed does); D + U never
+  exceeds the radix. Every cable takes one switch port whatever its speed (no breakout: `ports` counts the
+  part's logical ports at the full rate, hardware.switches), so a slower NIC fills a port as a full-rate one does.
 - rail-optimised: within a scalable unit (SU), NIC rail k of every node goes to the leaf (group)
   of rail k (a cluster smaller than one SU is that partial SU); non-rail-optimised: NIC ports fill
   leaves in node order.
@@ -56,13 +60,32 @@ def _divisor_at_least(n: int, k: int) -> int:
     return next(d for d in range(max(k, 1), n + 1) if n % d == 0)
 
 
-def plan_fat_tree(spec, leaf_ports: int, spine_ports: int) -> FatTree:
-    """Plan the scale-out fat tree of `spec` (a ClusterSpec) with the given switch radixes."""
+def uplinks(down: int, oversubscription: float, down_up: float) -> int:
+    """Leaf uplinks giving `down` ports a down:up bandwidth ratio of at most `oversubscription` (down_up: one down
+    port's rate over one uplink's); the 1e-9 keeps an exact ratio (32 x 200G over 8 x 400G at 2:1) from rounding up."""
+    return max(1, math.ceil(down * down_up / oversubscription - 1e-9))
+
+
+def _max_down(leaf_ports: int, o: float, down_up: float, nic_gbps: float) -> int:
+    """The most down ports a leaf takes with their uplinks (D + uplinks(D) <= radix: D <= P o / (o + r))."""
+    d = int(leaf_ports * o / (o + down_up) + 1e-9)
+    while d > 0 and d + uplinks(d, o, down_up) > leaf_ports:
+        d -= 1
+    if d < 1:
+        least = down_up / (leaf_ports - 1) if leaf_ports > 1 else math.inf
+        raise FabricsimError(
+            f"oversubscription {o:g} needs {uplinks(1, o, down_up)} uplinks for a single {nic_gbps:g} Gb/s NIC port, "
+            f"more than a {leaf_ports}-port leaf holds beside it: use oversubscription >= {least:.3g} (1 for a "
+            "non-blocking leaf), or a leaf switch with more ports")
+    return d
+
+
+def plan_fat_tree(spec, leaf_ports: int, spine_ports: int, down_up: float = 1.0) -> FatTree:
+    """Plan the scale-out fat tree of `spec` (a ClusterSpec) with the given switch radixes; down_up: the rate of a
+    NIC -> leaf link over a leaf -> spine link's (1 where the NICs run at the switches' port speed)."""
     N, R, o = spec.nodes, spec.nics_per_node * spec.nic_ports, spec.oversubscription  # R: NIC ports per node
     E = N * R
-    d_max = int(leaf_ports * o // (1 + o))
-    if d_max < 1:
-        raise FabricsimError(f"oversubscription {o} leaves no down ports on a {leaf_ports}-port leaf: use a value >= 1")
+    d_max = _max_down(leaf_ports, o, down_up, spec.nic_gbps)
     node = np.repeat(np.arange(N, dtype=np.int64), R)
     rail = np.tile(np.arange(R, dtype=np.int64), N)
     if spec.levels == 1 or (spec.levels == "auto" and E <= leaf_ports):
@@ -94,7 +117,7 @@ def plan_fat_tree(spec, leaf_ports: int, spine_ports: int) -> FatTree:
         leaf_pod = (first_node // spec.su_nodes).astype(np.int32)
         leaf_local = (np.arange(n_leaf) - np.searchsorted(leaf_pod, leaf_pod)).astype(np.int32)
         group = 1
-    up = math.ceil(down / o)
+    up = uplinks(down, o, down_up)
 
     fits2 = n_leaf <= spine_ports
     if spec.levels == 2 or (spec.levels == "auto" and fits2):

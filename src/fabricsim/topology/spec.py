@@ -53,6 +53,10 @@ class ClusterSpec:
     nic_gbps: line rate used per NIC port (Gb/s). oversubscription: leaf down:up bandwidth ratio.
     su_nodes: nodes per scalable unit (rail-optimised fabrics cable rail k of one SU to leaf k).
     nvswitch_chips: NVSwitch chips per NVLink domain (0 when there is no NVSwitch).
+    nvls: NVLink SHARP (NCCL's NVLS / NVLSTree) in use; left out, it follows the hardware: on where the NVLink
+    domain's NVSwitch generation reduces in the switch (NVSwitch 3 with Hopper, 4 with Blackwell), off elsewhere, as
+    NCCL does by default (src/transport/nvls.cc: NCCL_PARAM(NvlsEnable, "NVLS_ENABLE", 2), 2 = on where the GPU
+    reports multicast support, i.e. an NVLS-capable NVSwitch). Set it to false for NCCL_NVLS_ENABLE=0.
     sharp: IB SHARP in-network reductions enabled for collectives (NCCL's CollNet plugin with
     NCCL_COLLNET_ENABLE=1); off by default, as in NCCL, even where the switches support it.
     pcie_switch: catalog PCIe switch part ('' when pcie_switches_per_node is 0).
@@ -101,7 +105,9 @@ class ClusterSpec:
     rail_optimized: Annotated[bool, Meta(description="rail k of a scalable unit on leaf k")] = False
     sharp: Annotated[bool, Meta(description="IB SHARP reductions for collectives (NCCL CollNet)")] = False
     gpudirect: Annotated[bool, Meta(description="GPUDirect RDMA between GPU and NIC")] = True
-    nvls: Annotated[bool, Meta(description="NVLink SHARP reductions in the NVSwitch")] = False
+    nvls: Annotated[bool | None, Meta(description="NVLink SHARP reductions in the NVSwitch (NCCL's NVLS algorithms); "
+                                                  "unset: on where the GPU's NVSwitch reduces (third-generation "
+                                                  "NVSwitch and later), as NCCL_NVLS_ENABLE's default")] = None
     pcie_switches_per_node: Annotated[int, Meta(ge=0, le=MAX_PER_NODE,
                                                 description="PCIe switches per server (0: GPUs on root ports)")] = 0
     pcie_switch: Annotated[str, Meta(description="catalog PCIe switch, e.g. pcie-switch5")] = ""
@@ -136,6 +142,8 @@ class ClusterSpec:
 
     def __post_init__(self) -> None:
         inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
+        if self.nvls is None:  # a spec holds the value in force, so a file written from it says which
+            object.__setattr__(self, "nvls", nvls_supported(self))
         _check_values(self)
 
     def fields(self) -> dict:
@@ -206,6 +214,16 @@ class ClusterSpec:
 
 
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(ClusterSpec)}
+
+
+def nvls_supported(s: ClusterSpec) -> bool:
+    """Whether the cluster's NVLink domain can run NVLS: NVSwitch scale-up whose switch generation (the one speaking
+    the GPU's NVLink) reduces in the switch (hardware.switches: reduction 'nvls')."""
+    if s.scaleup not in ("nvswitch", "nvl72"):
+        return False
+    link = hardware.get_gpu(s.gpu).scaleup_link
+    return any(sw.kind == "nvswitch" and sw.port_link == link and sw.reduction == "nvls"
+               for sw in hardware.SWITCHES.values())
 
 
 def _check_values(s: ClusterSpec) -> None:

@@ -67,6 +67,30 @@ def _bisection(topo: Topology, scaleup: float, host: float) -> tuple[float, str]
     return float(n // 2 * host), "half the GPUs' PCIe links"
 
 
+def leaf_down_up(topo: Topology) -> float | None:
+    """The highest down:up bandwidth ratio of any leaf switch as built (its NIC links' capacity over its uplinks');
+    None where fewer than two leaves carry NICs (one leaf switches every byte itself: no uplink is ever crossed)."""
+    kinds, src, dst = topo.dev_kind, topo.link_src, topo.link_dst
+    leaf = (kinds == DeviceKind.FABRIC_SWITCH) & (topo.dev_level == 1)
+    down_mask = (kinds[src] == DeviceKind.NIC) & leaf[dst]
+    up_mask = leaf[src] & (kinds[dst] == DeviceKind.FABRIC_SWITCH) & (topo.dev_level[dst] > 1)
+    down = np.bincount(dst[down_mask], weights=topo.link_capacity[down_mask], minlength=topo.n_devices)
+    up = np.bincount(src[up_mask], weights=topo.link_capacity[up_mask], minlength=topo.n_devices)
+    used = leaf & (down > 0) & (up > 0)
+    if np.count_nonzero(leaf & (down > 0)) < 2 or not used.any():
+        return None
+    return float((down[used] / up[used]).max())
+
+
+def oversubscription(topo: Topology) -> float:
+    """The leaves' down:up bandwidth ratio as built where the cluster file sets an oversubscription, 1.0 where it
+    does not or where it has no effect (every NIC on one leaf switch, or no fabric)."""
+    if topo.spec is None or topo.spec.oversubscription == 1:
+        return 1.0
+    ratio = leaf_down_up(topo)
+    return 1.0 if ratio is None else ratio
+
+
 def _alltoall(n: int, domain: int, scaleup: float, scaleout: float, bisection: tuple[float, str]) -> tuple[float, str]:
     """Upper bound (bytes/s per direction, summed over GPUs) on a uniform all-to-all, and what bounds it.
 
@@ -88,7 +112,8 @@ def _alltoall(n: int, domain: int, scaleup: float, scaleout: float, bisection: t
 def summarize(topo: Topology) -> dict:
     """GPU count, per-GPU scale-up / host / scale-out bandwidth, the all-to-all aggregate (bounded by the
     GPUs' links and the fabric, with what bounds it), one NVLink domain's aggregate scale-up bandwidth,
-    bisection bandwidth (and the cut), switch counts per tier and part, link technologies with counts."""
+    bisection bandwidth (and the cut), the oversubscription set and the leaves' down:up bandwidth as built
+    (None: one leaf, where the setting has no effect), switch counts per tier and part, link technologies with counts."""
     kind = _tech_kind(topo)
     gpu_src = topo.dev_kind[topo.link_src] == DeviceKind.GPU
     nvl = gpu_src & np.isin(kind, _SCALEUP_KINDS)
@@ -161,6 +186,8 @@ def summarize(topo: Topology) -> dict:
         "nics_per_gpu": int(topo.features.get("nics_per_gpu", 0) or 0),
         "fabric_levels": int(topo.features.get("fabric_levels", 0)),
         "fabric_planes": int(topo.features.get("fabric_planes", 0)),
+        "oversubscription_set": float(topo.spec.oversubscription) if topo.spec is not None else 1.0,
+        "leaf_down_up": leaf_down_up(topo),
         "features": {k: topo.features[k] for k in ("sharp", "gpudirect", "nvls", "p2p", "rail_optimized") if k in topo.features},
         "switches": switches,
         "switch_parts": parts,
