@@ -70,14 +70,16 @@ def test_arrays_handed_in_are_frozen_or_copied():
     assert topo.link_src is base.link_src  # already read-only: shared
 
 
-def test_each_topology_owns_one_store_and_all_derived_data_lives_there(h100):
+def test_each_topology_owns_its_stores_and_all_derived_data_lives_there(h100):
+    """Two stores per topology: its own, and the structural one (shared only with its calibrated variants)."""
     other = load_cluster("dgx-h100")
-    assert isinstance(h100._derived, DerivedStore) and h100._derived is not other._derived
+    for store in ("_derived", "_structure"):
+        assert isinstance(getattr(h100, store), DerivedStore) and getattr(h100, store) is not getattr(other, store)
     best(h100, "all_reduce", 1 << 30)
-    kinds = h100._derived.kinds()
+    kinds = {**h100._derived.kinds(), **h100._structure.kinds()}
     for kind in ("routing_tables", "routes", "unit", "nccl_system", "effective_capacity"):
         assert kind in kinds, kinds
-    assert len(other._derived) == 0
+    assert len(other._derived) == 0 and len(other._structure) == 0
 
 
 def test_no_module_keeps_a_cache_keyed_on_a_topology():

@@ -43,9 +43,11 @@ class LinkLoads:
 
 
 def link_loads(topo: Topology, plan: Plan) -> LinkLoads:
-    """The plan's LinkLoads; a rotated schedule's are its class totals spread by the links' weights."""
-    flow_bytes = (plan.union.link_bytes(topo.n_links) if plan.weight is None
-                  else symmetry.mean_field(topo, plan.scale, plan.weight, plan.union)[1])
+    """The plan's LinkLoads; a rotated schedule's are its class totals spread by the links' weights (they read no
+    capacity: the unit cache keeps them with the plan, for the topology's calibrated variants too)."""
+    flow_bytes = plan.union.link_bytes(topo.n_links)
+    if plan.weight is not None:
+        flow_bytes = symmetry.spread(topo, plan.scale, plan.weight, flow_bytes)
     most = np.zeros(topo.n_links)
     for fs in plan.patterns:
         most = np.maximum(most, _link_flows(topo, plan, fs))

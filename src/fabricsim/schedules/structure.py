@@ -68,11 +68,11 @@ def structure_from_topology(topo, ranks=None) -> Structure:
 
 
 def _on_nvswitch(topo) -> np.ndarray:
-    """Per GPU rank, whether it has a link to an NVSwitch (kept in the topology's derived store)."""
+    """Per GPU rank, whether it has a link to an NVSwitch (kept in the topology's store of structural data)."""
     def compute() -> np.ndarray:
         from fabricsim.topology.model import DeviceKind
 
         to_switch = topo.dev_kind[topo.link_dst] == DeviceKind.NVSWITCH
         return np.isin(topo.gpu_device, topo.link_src[to_switch])
 
-    return topo.derive(("on_nvswitch",), compute)
+    return topo.derive_structure(("on_nvswitch",), compute)
