@@ -42,8 +42,15 @@ def flat(nranks: int) -> Structure:
 
 def structure_from_topology(topo, ranks=None) -> Structure:
     """The Structure of GPU `ranks` (default: all) of a built `fabricsim.topology.model.Topology`: ranks
-    grouped by NVLink domain, in order. NVLS needs several ranks in a domain, SHARP several domains."""
-    ranks = np.arange(topo.n_gpus) if ranks is None else np.asarray(ranks)
+    grouped by NVLink domain, in order. NVLS needs several ranks in a domain, SHARP several domains. Kept in the
+    topology's store of structural data by the rank list: the tuner asks once per candidate."""
+    arr = None if ranks is None else np.asarray(ranks)
+    key = ("structure", None if arr is None else (arr.dtype.str, arr.shape, arr.tobytes()))
+    return topo.derive_structure(key, lambda: _structure(topo, arr))
+
+
+def _structure(topo, ranks: np.ndarray | None) -> Structure:
+    ranks = np.arange(topo.n_gpus) if ranks is None else ranks
     if ranks.size == 0:
         raise FabricsimError(f"topology '{topo.name}' has no GPUs: build it with at least one GPU")
     domain = np.asarray(topo.gpu_domain)[ranks]
