@@ -132,6 +132,14 @@ def test_the_store_is_bounded_by_entries_and_bytes():
     assert len(store) == 1 and ("huge",) in store
 
 
+def test_a_store_that_keeps_nothing_oversized_returns_it_and_keeps_the_rest():
+    """The per-size plans' store (Topology.derive_structure(per_size=True)): a plan over its bound is not kept."""
+    store = DerivedStore(max_entries=3, max_bytes=10_000, keep_oversized=False)
+    small = store.get(("small",), lambda: np.zeros(10))
+    huge = store.get(("huge",), lambda: np.zeros(10_000))
+    assert huge.shape == (10_000,) and ("huge",) not in store and store.get(("small",), lambda: None) is small
+
+
 def test_a_stored_value_is_computed_once_and_read_only():
     store, calls = DerivedStore(), []
     value = store.get(("x",), lambda: calls.append(1) or np.arange(4.0))

@@ -141,13 +141,14 @@ def test_a_calibrated_variant_times_every_call_as_the_cluster_built_calibrated(p
     is the one the topology built from the calibrated spec gives, exactly."""
     spec = preset_spec(preset, nodes=nodes)
     base = build(spec)
-    calls = [("all_reduce", 1 << 30), ("all_reduce", 48 << 10), ("all_gather", 1 << 24), ("alltoall", 1 << 22)]
+    calls = [("all_reduce", 1 << 30), ("all_reduce", 48 << 10), ("all_reduce", 1000), ("all_gather", 1 << 24),
+             ("alltoall", 1 << 22)]  # 1000 B: 250 floats, timed at its own size (not by a unit message)
     for coll, size in calls:
         best(base, coll, size, level=level)
     for cal in CALIBRATIONS:
         variant = with_calibration(base, cal)
         fresh = build(dataclasses.replace(spec, calibrated=cal))
-        assert variant.spec == fresh.spec and variant._structure is base._structure
+        assert variant.spec == fresh.spec and variant._structure is base._structure and variant._sized is base._sized
         for coll, size in calls:
             got, want = best(variant, coll, size, level=level), best(fresh, coll, size, level=level)
             assert (got.algorithm, got.protocol, got.channels) == (want.algorithm, want.protocol, want.channels)

@@ -26,6 +26,13 @@ import numpy as np
 
 from fabricsim.topology.derived import DerivedStore
 
+# Plans of calls timed at their own size (not by their unit message), one entry per size: kept apart from the rest of
+# the structural data, so a sweep over sizes never pushes out routes or routing tables, and bounded on their own: a
+# calibration fit's logs (16 GPUs, ~30 sizes, a few candidates each) hold ~1 MiB; a plan over 32 MiB (a large
+# fabric's) is not kept at all, so a sweep on it holds no more memory than before.
+SIZED_ENTRIES = 1024
+SIZED_BYTES = 32 << 20
+
 T = TypeVar("T")
 
 
@@ -126,6 +133,7 @@ class Topology:
     link_origin: np.ndarray | None = None  # link index in the built topology (variants without links), None: same
     _derived: DerivedStore = field(init=False, repr=False, compare=False)
     _structure: DerivedStore = field(init=False, repr=False, compare=False)
+    _sized: DerivedStore = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in _ARRAYS:
@@ -137,6 +145,7 @@ class Topology:
         object.__setattr__(self, "features", MappingProxyType(dict(self.features)))
         object.__setattr__(self, "_derived", DerivedStore())
         object.__setattr__(self, "_structure", DerivedStore())
+        object.__setattr__(self, "_sized", DerivedStore(SIZED_ENTRIES, SIZED_BYTES, keep_oversized=False))
 
     def __reduce__(self):
         """Pickled as its fields (features as a plain dict); the derived stores start empty on the other side."""
@@ -152,12 +161,13 @@ class Topology:
         (`fabricsim.topology.derived`) under `key`, a tuple naming the kind first: ('routes', ...), ('tables',)."""
         return self._derived.get(key, compute)
 
-    def derive_structure(self, key: Hashable, compute: Callable[[], T]) -> T:
+    def derive_structure(self, key: Hashable, compute: Callable[[], T], per_size: bool = False) -> T:
         """As `derive`, for data that follows from the devices, links and features alone and reads nothing of the
         spec's `calibrated:` section, neither directly nor through effective capacities or NCCL's latencies
         (routing tables, routes, unit traffic and its flows, link classes, NCCL's system): kept in a store this
-        topology shares with its calibrated variants, so a calibration fit routes each pattern once."""
-        return self._structure.get(key, compute)
+        topology shares with its calibrated variants, so a calibration fit routes each pattern once. `per_size`:
+        an entry per message size (a call's plan at its own size), kept in a store of its own bound."""
+        return (self._sized if per_size else self._structure).get(key, compute)
 
     @property
     def n_devices(self) -> int:
@@ -240,4 +250,5 @@ def share_structure(variant: Topology, parent: Topology) -> Topology:
     variant with the same devices, links and features whose spec differs in its `calibrated:` section alone
     (`variants.with_calibration`)."""
     object.__setattr__(variant, "_structure", parent._structure)
+    object.__setattr__(variant, "_sized", parent._sized)
     return variant
