@@ -45,8 +45,11 @@ def structure_from_topology(topo, ranks=None) -> Structure:
     grouped by NVLink domain, in order. NVLS needs several ranks in a domain, SHARP several domains. Kept in the
     topology's store of structural data by the rank list: the tuner asks once per candidate."""
     arr = None if ranks is None else np.asarray(ranks)
-    key = ("structure", None if arr is None else (arr.dtype.str, arr.shape, arr.tobytes()))
-    return topo.derive_structure(key, lambda: _structure(topo, arr))
+    derive = getattr(topo, "derive_structure", None)  # anything with gpu_domain and features describes ranks too
+    if derive is None:
+        return _structure(topo, arr)
+    return derive(("structure", None if arr is None else (arr.dtype.str, arr.shape, arr.tobytes())),
+                  lambda: _structure(topo, arr))
 
 
 def _structure(topo, ranks: np.ndarray | None) -> Structure:
