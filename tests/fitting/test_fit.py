@@ -144,6 +144,17 @@ def test_nothing_to_fit_is_an_error_naming_the_fix(synthetic):
         fit([dataclasses.replace(case, rows=())], [], spec)
 
 
+def test_a_log_that_prints_its_nccl_version_is_read_with_it(synthetic, tmp_path):
+    """nccl-tests' header line names the NCCL library (nccl-library=22005): the case runs that release's model."""
+    from fabricsim.fitting.user_logs import read_case
+
+    log = tmp_path / "versioned.log"
+    log.write_text("# nccl-tests version 2.13.9 nccl-headers=22005 nccl-library=22005\n"
+                   + (synthetic / "h100.log").read_text())
+    case, _sha, _spec = read_case(log, synthetic / "h100.yaml")
+    assert case.nccl_version == (2, 20, 5)
+
+
 def test_missing_scipy_names_the_extra(synthetic, monkeypatch):
     import builtins
 

@@ -70,14 +70,16 @@ def test_arrays_handed_in_are_frozen_or_copied():
     assert topo.link_src is base.link_src  # already read-only: shared
 
 
-def test_each_topology_owns_one_store_and_all_derived_data_lives_there(h100):
+def test_each_topology_owns_its_stores_and_all_derived_data_lives_there(h100):
+    """Two stores per topology: its own, and the structural one (shared only with its calibrated variants)."""
     other = load_cluster("dgx-h100")
-    assert isinstance(h100._derived, DerivedStore) and h100._derived is not other._derived
+    for store in ("_derived", "_structure"):
+        assert isinstance(getattr(h100, store), DerivedStore) and getattr(h100, store) is not getattr(other, store)
     best(h100, "all_reduce", 1 << 30)
-    kinds = h100._derived.kinds()
+    kinds = {**h100._derived.kinds(), **h100._structure.kinds()}
     for kind in ("routing_tables", "routes", "unit", "nccl_system", "effective_capacity"):
         assert kind in kinds, kinds
-    assert len(other._derived) == 0
+    assert len(other._derived) == 0 and len(other._structure) == 0
 
 
 def test_no_module_keeps_a_cache_keyed_on_a_topology():
@@ -128,6 +130,14 @@ def test_the_store_is_bounded_by_entries_and_bytes():
     assert ("a", 2) in store and ("a", 3) not in store and store.nbytes <= 10_000
     store.get(("huge",), lambda: np.zeros(10_000))  # larger than the bound: the newest always stays
     assert len(store) == 1 and ("huge",) in store
+
+
+def test_a_store_that_keeps_nothing_oversized_returns_it_and_keeps_the_rest():
+    """The per-size plans' store (Topology.derive_structure(per_size=True)): a plan over its bound is not kept."""
+    store = DerivedStore(max_entries=3, max_bytes=10_000, keep_oversized=False)
+    small = store.get(("small",), lambda: np.zeros(10))
+    huge = store.get(("huge",), lambda: np.zeros(10_000))
+    assert huge.shape == (10_000,) and ("huge",) not in store and store.get(("small",), lambda: None) is small
 
 
 def test_a_stored_value_is_computed_once_and_read_only():

@@ -12,9 +12,10 @@ from fabricsim.engine import simulate
 from fabricsim.errors import FabricsimError
 from fabricsim.routing import route
 from fabricsim.schedules import build_schedule
-from fabricsim.topology import load_cluster
+from fabricsim.topology import build, load_cluster, preset_spec
+from fabricsim.topology.calibrated import Calibrated, Fitted, LogUsed
 from fabricsim.topology.model import DeviceKind
-from fabricsim.topology.variants import link_indices, with_link_capacity, without_links
+from fabricsim.topology.variants import link_indices, with_calibration, with_link_capacity, without_links
 from fabricsim.tuner.select import best
 
 GIB = 1 << 30
@@ -44,6 +45,7 @@ def test_a_variant_shares_unchanged_arrays_and_starts_an_empty_store(h100):
     assert v.link_src is h100.link_src and v.dev_kind is h100.dev_kind and v.gpu_device is h100.gpu_device
     assert v.link_capacity is not h100.link_capacity and not v.link_capacity.flags.writeable
     assert len(v._derived) == 0 and len(h100._derived) > 0
+    assert len(v._structure) == 0 and v._structure is not h100._structure  # other capacities: routed anew
 
 
 def test_links_by_index_or_mask_and_both_directions_of_a_cable(h100):
@@ -117,3 +119,55 @@ def test_cutting_a_gpu_off_names_the_cut(h100):
 def test_link_indices_accepts_a_mask_or_indices(h100):
     assert link_indices(h100, [3, 1, 3]).tolist() == [1, 3]
     assert link_indices(h100, h100.link_tech == h100.link_tech[0]).size > 0
+
+
+def _calibration(**values: float) -> Calibrated:
+    log = LogUsed("run.log", "ab" * 32, "all_reduce", 16, "20 rows, 8 B .. 8 GiB, out-of-place")
+    return Calibrated(**{k: Fitted(v, 0.5, ("run.log",), 20) for k, v in values.items()}, logs=(log,), method="test")
+
+
+CALIBRATIONS = [
+    _calibration(net_efficiency=0.5, nvlink_efficiency=0.7, pcie_efficiency=0.6, net_step_latency=8e-6,
+                 launch_latency=5e-6),
+    _calibration(net_efficiency=0.9, launch_latency=1e-6),
+    None,
+]
+
+
+@pytest.mark.parametrize("preset, nodes, level", [("dgx-h100", 2, "flow"), ("pcie-l40s-8", 2, "analytical"),
+                                                  ("pcie-rtx4090-8", 1, "analytical")])
+def test_a_calibrated_variant_times_every_call_as_the_cluster_built_calibrated(preset, nodes, level):
+    """Each variant shares the structural store the base (and the variant before it) filled; every pick and figure
+    is the one the topology built from the calibrated spec gives, exactly."""
+    spec = preset_spec(preset, nodes=nodes)
+    base = build(spec)
+    calls = [("all_reduce", 1 << 30), ("all_reduce", 48 << 10), ("all_reduce", 1000), ("all_gather", 1 << 24),
+             ("alltoall", 1 << 22)]  # 1000 B: 250 floats, timed at its own size (not by a unit message)
+    for coll, size in calls:
+        best(base, coll, size, level=level)
+    for cal in CALIBRATIONS:
+        variant = with_calibration(base, cal)
+        fresh = build(dataclasses.replace(spec, calibrated=cal))
+        assert variant.spec == fresh.spec and variant._structure is base._structure and variant._sized is base._sized
+        for coll, size in calls:
+            got, want = best(variant, coll, size, level=level), best(fresh, coll, size, level=level)
+            assert (got.algorithm, got.protocol, got.channels) == (want.algorithm, want.protocol, want.channels)
+            assert (got.result.time, got.result.busbw) == (want.result.time, want.result.busbw), (coll, size)
+            assert [b.link for b in got.result.bottlenecks] == [b.link for b in want.result.bottlenecks]
+            np.testing.assert_array_equal(got.result.link_bytes, want.result.link_bytes)
+
+
+def test_a_calibrated_variant_keeps_its_own_drains_and_leaves_the_base_alone():
+    base = build(preset_spec("dgx-h100", nodes=2))
+    before = best(base, "all_reduce", GIB).result.time
+    variant = with_calibration(base, CALIBRATIONS[0])
+    slower = best(variant, "all_reduce", GIB).result.time
+    assert slower > before and best(base, "all_reduce", GIB).result.time == before
+    assert variant._derived is not base._derived
+    assert "unit" in variant._derived.kinds() and "unit" in base._derived.kinds()
+    assert variant.link_capacity is base.link_capacity and variant.link_src is base.link_src
+
+
+def test_a_topology_without_a_spec_has_no_calibration_to_vary(h100):
+    with pytest.raises(FabricsimError, match="built without a cluster spec"):
+        with_calibration(dataclasses.replace(h100, spec=None), None)

@@ -43,9 +43,11 @@ class LinkLoads:
 
 
 def link_loads(topo: Topology, plan: Plan) -> LinkLoads:
-    """The plan's LinkLoads; a rotated schedule's are its class totals spread by the links' weights."""
-    flow_bytes = (plan.union.link_bytes(topo.n_links) if plan.weight is None
-                  else symmetry.mean_field(topo, plan.scale, plan.weight, plan.union)[1])
+    """The plan's LinkLoads; a rotated schedule's are its class totals spread by the links' weights (they read no
+    capacity: the unit cache keeps them with the plan, for the topology's calibrated variants too)."""
+    flow_bytes = plan.union.link_bytes(topo.n_links)
+    if plan.weight is not None:
+        flow_bytes = symmetry.spread(topo, plan.scale, plan.weight, flow_bytes)
     most = np.zeros(topo.n_links)
     for fs in plan.patterns:
         most = np.maximum(most, _link_flows(topo, plan, fs))
@@ -118,33 +120,36 @@ def _proxy_time(plan: Plan, price: Pricing, drained: Drained) -> float:
 def _limiter(plan: Plan, price: Pricing, drained: Drained, bottlenecks: tuple[Bottleneck, ...],
              slowdown: float) -> Limiter:
     """The largest of the lower bounds on the bandwidth time: the busiest link's busy time, the longest
-    capped transfer at its per-peer network cap (all steps' traffic together), NCCL's per-channel cap."""
+    capped transfer at its per-peer network cap (all steps' traffic together), NCCL's per-channel cap. Only the
+    largest is described (its text is made for it alone: the tuner assembles a Result per candidate)."""
     neck = bottlenecks[0] if bottlenecks else None
     shared = f", x{slowdown:.2f} sharing the fabric with other jobs" if slowdown > 1 else ""
-    bounds = []
+    bounds: list[tuple[float, Callable[[float], Limiter]]] = []  # (time, the Limiter of that time)
     if neck is not None:
-        bounds.append(Limiter("links", neck.effective_capacity, slowdown * neck.busy_time,
-                              f"{neck.tech} capacity x catalog efficiency {neck.efficiency:.2f}",
-                              f"bottleneck {neck.name}, {neck.effective_capacity / 1e9:.1f} GB/s effective, "
-                              f"{neck.flows} flow{'s' * (neck.flows != 1)}{shared}"))
+        bounds.append((slowdown * neck.busy_time, lambda time: Limiter(
+            "links", neck.effective_capacity, time, f"{neck.tech} capacity x catalog efficiency {neck.efficiency:.2f}",
+            f"bottleneck {neck.name}, {neck.effective_capacity / 1e9:.1f} GB/s effective, "
+            f"{neck.flows} flow{'s' * (neck.flows != 1)}{shared}")))
     capped = np.isfinite(plan.union.rate_cap)
     if capped.any():
         union = plan.union
         worst = float((union.nbytes[capped] * drained.wire_scale / union.rate_cap[capped]).max())
-        bounds.append(Limiter("peer cap", plan.net_peer_bw, slowdown * worst, PEER_CAP_SOURCE,
-                              f"per-peer network cap {plan.net_peer_bw / 1e9:.1f} GB/s per point-to-point transfer{shared}"))
+        bounds.append((slowdown * worst, lambda time: Limiter(
+            "peer cap", plan.net_peer_bw, time, PEER_CAP_SOURCE,
+            f"per-peer network cap {plan.net_peer_bw / 1e9:.1f} GB/s per point-to-point transfer{shared}")))
     proxy = _proxy_time(plan, price, drained)
     if proxy > 0:
-        bounds.append(Limiter("proxy", price.proxy_rate, proxy, PROXY_SOURCE,
-                              f"network messages of the busiest GPU, posted by its proxy thread at "
-                              f"{price.proxy_rate / 1e9:.1f} GB/s"))
+        bounds.append((proxy, lambda time: Limiter(
+            "proxy", price.proxy_rate, time, PROXY_SOURCE,
+            f"network messages of the busiest GPU, posted by its proxy thread at {price.proxy_rate / 1e9:.1f} GB/s")))
     if np.isfinite(price.algbw_cap):
-        bounds.append(Limiter("channel cap", price.algbw_cap, plan.nbytes / price.algbw_cap,
-                              f"{price.cap_source} x {plan.channels} channels",
-                              f"NCCL per-channel bus bandwidth cap: algorithm bandwidth at most {price.algbw_cap / 1e9:.1f} GB/s"))
+        bounds.append((plan.nbytes / price.algbw_cap, lambda time: Limiter(
+            "channel cap", price.algbw_cap, time, f"{price.cap_source} x {plan.channels} channels",
+            f"NCCL per-channel bus bandwidth cap: algorithm bandwidth at most {price.algbw_cap / 1e9:.1f} GB/s")))
     if not bounds:
         return Limiter("links", 0.0, 0.0, "no traffic crosses a link", "no shared link")
-    return max(bounds, key=lambda b: b.time)  # the first of equal bounds: links before caps
+    time, limiter = max(bounds, key=lambda b: b[0])  # the first of equal bounds: links before caps
+    return limiter(time)
 
 
 def _link_flows(topo: Topology, plan: Plan, fs: FlowSet) -> np.ndarray:
@@ -163,21 +168,48 @@ def _bottlenecks(topo: Topology, loads: LinkLoads, link_bytes: np.ndarray,
         return (), 0
     tied = np.flatnonzero(busy >= top * (1 - 1e-6))
     shown = tied[:MAX_BOTTLENECKS]
-    sharing = loads.most_flows[shown]
     eff = link_efficiency(topo)
+    techs = topo.techs
+    columns = zip(shown.tolist(), _link_names(topo, shown), topo.link_tech[shown].tolist(),
+                  topo.link_capacity[shown].tolist(), eff[shown].tolist(), cap[shown].tolist(),
+                  loads.most_flows[shown].tolist(), busy[shown].tolist(), link_util[shown].tolist())
     return tuple(
-        Bottleneck(link=int(lk), name=topo.link_name(int(lk)), tech=topo.techs[int(topo.link_tech[lk])],
-                   capacity=float(topo.link_capacity[lk]), efficiency=float(eff[lk]), effective_capacity=float(cap[lk]),
-                   flows=int(round(sharing[i])), busy_time=float(busy[lk]), utilisation=float(link_util[lk]))
-        for i, lk in enumerate(shown)
+        Bottleneck(link=lk, name=name, tech=techs[tech], capacity=capacity, efficiency=e, effective_capacity=c,
+                   flows=int(round(flows)), busy_time=b, utilisation=u)
+        for lk, name, tech, capacity, e, c, flows, b, u in columns
     ), int(tied.shape[0])
+
+
+def _link_names(topo: Topology, links: np.ndarray) -> list[str]:
+    """`Topology.link_name` of each link, each made once per topology's structure: every Result names its
+    bottlenecks, and a tuner's candidates share theirs. Kept as a dict filled as links are named (a structural
+    fact, the same for every caller; naming every link of a large fabric up front would cost more than it saves)."""
+    known: dict[int, str] = topo.derive_structure(("link_names",), dict)
+    out = []
+    for lk in links.tolist():
+        name = known.get(lk)
+        if name is None:
+            name = known[lk] = topo.link_name(lk)
+        out.append(name)
+    return out
 
 
 def _timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float,
               steady: float, slowdown: float) -> Callable[[], Timeline]:
     """The timeline's builder: expanded steps, each given its share of the pipelined time, and (small cases, at
-    most FLOW_TIMELINE_LIMIT flows) the flows within them. Listing flows costs more than timing them, so that
-    part runs when the timeline is read; a large run's step timeline is made now (the builder then holds no plan)."""
+    most FLOW_TIMELINE_LIMIT flows) the flows within them. Laying out the steps and listing flows costs more than
+    timing them (a tuner times dozens of candidates and reads one timeline, if any), so a small case's timeline is
+    made when it is read; a large run's step timeline is made now (the builder then holds no plan)."""
+    n_flows = int(np.array([fs.n_flows for fs in plan.patterns], dtype=np.int64)[plan.order] @ plan.repeats)
+    if n_flows > FLOW_TIMELINE_LIMIT:
+        pat, start, end, _, _ = _steps(plan, price, drained, t_sum, steady, slowdown)
+        return partial(Timeline, start, end, pat)
+    return partial(_flow_timeline, plan, price, drained, t_sum, steady, slowdown)
+
+
+def _steps(plan: Plan, price: Pricing, drained: Drained, t_sum: float, steady: float,
+           slowdown: float) -> tuple[np.ndarray, ...]:
+    """The expanded steps: pattern, start, end, per-step latency and bandwidth time of each."""
     p, t = price.slices, drained.t
     pat = np.repeat(plan.order, plan.repeats)
     step_lat = np.repeat(price.step_latency, plan.repeats)
@@ -186,14 +218,13 @@ def _timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float,
     dur = step_lat + bw
     end = price.once_latency + np.cumsum(dur)
     start = end - dur
-    n_flows = int(np.array([fs.n_flows for fs in plan.patterns], dtype=np.int64)[pat].sum())
-    if n_flows > FLOW_TIMELINE_LIMIT:
-        return partial(Timeline, start, end, pat)
-    return partial(_flow_timeline, plan, drained, t, pat, start, end, step_lat, bw)
+    return pat, start, end, step_lat, bw
 
 
-def _flow_timeline(plan: Plan, drained: Drained, t: np.ndarray, pat: np.ndarray, start: np.ndarray,
-                   end: np.ndarray, step_lat: np.ndarray, bw: np.ndarray) -> Timeline:
+def _flow_timeline(plan: Plan, price: Pricing, drained: Drained, t_sum: float, steady: float,
+                   slowdown: float) -> Timeline:
+    pat, start, end, step_lat, bw = _steps(plan, price, drained, t_sum, steady, slowdown)
+    t = drained.t
     steps, src, dst, links, f_start, f_end = [], [], [], [], [], []
     for i, k in enumerate(pat.tolist()):
         fs = plan.patterns[k]

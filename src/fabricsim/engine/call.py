@@ -88,11 +88,11 @@ def check_ranks(topo: Topology, nranks: int, ranks) -> np.ndarray:
     if ranks is None:
         return np.arange(nranks, dtype=np.int32)
     arr = np.asarray(ranks)
-    if arr.ndim != 1 or arr.shape[0] != nranks or not np.issubdtype(arr.dtype, np.integer):
+    if arr.ndim != 1 or arr.shape[0] != nranks or arr.dtype.kind not in "iu":  # signed or unsigned integers
         raise FabricsimError(f"ranks must list {nranks} integer GPU ranks, one per schedule rank: got {arr.shape[0] if arr.ndim == 1 else arr.shape}")
     if arr.min() < 0 or arr.max() >= topo.n_gpus:
         raise FabricsimError(f"ranks must be GPU ranks 0..{topo.n_gpus - 1} of topology '{topo.name}': got {int(arr.min())}..{int(arr.max())}")
-    if (np.bincount(arr) > 1).any():
+    if np.count_nonzero(np.bincount(arr) > 1):
         raise FabricsimError("ranks lists a GPU twice: give each schedule rank its own GPU")
     return arr.astype(np.int32)
 

@@ -12,7 +12,11 @@ from fabricsim.topology.model import Topology
 
 def link_efficiency(topo: Topology) -> np.ndarray:
     """Achievable fraction of each link's capacity for bulk data (catalog `LinkTech.efficiency` of its technology,
-    or the calibrated one of its kind)."""
+    or the calibrated one of its kind), kept in the topology's derived store: every Result names its bottlenecks'."""
+    return topo.derive(("link_efficiency",), lambda: _link_efficiency(topo))
+
+
+def _link_efficiency(topo: Topology) -> np.ndarray:
     cal = calibrated.of(topo.spec)
     techs = [hardware.get_link(t) for t in topo.techs]
     per_tech = np.array([calibrated.efficiency(cal, lt.kind, lt.efficiency) for lt in techs], dtype=np.float64)

@@ -104,10 +104,11 @@ def concat(sets: list[FlowSet]) -> FlowSet:
 
 def routes_for(topo: Topology, src: np.ndarray, dst: np.ndarray, pxn: bool | None, adaptive: bool,
                p2p: bool = False) -> Routes:
-    """`route_pairs`, kept in the topology's derived store by the exact pair list (a ring's steps all share one): the
-    key holds the pairs' bytes themselves (8 per pair, far less than their routes), so no two lists can share one."""
+    """`route_pairs`, kept in the topology's store of structural data by the exact pair list (a ring's steps all share
+    one; so do the topology's calibrated variants): the key holds the pairs' bytes themselves (8 per pair, far less
+    than their routes), so no two lists can share one."""
     key = ("routes", src.astype(np.int32).tobytes() + b"|" + dst.astype(np.int32).tobytes(), pxn, adaptive, p2p)
-    return topo.derive(key, lambda: routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive, p2p=p2p))
+    return topo.derive_structure(key, lambda: routing.route_pairs(topo, src, dst, pxn=pxn, adaptive=adaptive, p2p=p2p))
 
 
 def _unique_transfers(src: np.ndarray, dst: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -8,9 +8,10 @@ Nothing is fitted to measurements. Units are converted to SI (seconds, bytes/s) 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
-from dataclasses import dataclass
 
 from fabricsim import hardware
 from fabricsim.engine import nccl_constants as K
@@ -99,10 +100,13 @@ class ProtocolModel:
     n_nodes: int  # NVLink domains the call spans (NCCL's nNodes): its chunk sizes follow them (engine.chunking)
     net_peer_bw: float = math.inf  # bytes/s one point-to-point transfer gets across the network (NCCL p2p channels)
 
-    @property
+    @cached_property
     def step_hop_latency(self) -> np.ndarray:
-        """s per step for an nvlink, pci, net hop: the hop classes priced once per collective count 0 here."""
-        return np.where(self.per_step_latency, np.array(self.hop_latency), 0.0)
+        """s per step for an nvlink, pci, net hop: the hop classes priced once per collective count 0 here (made once
+        per model, read-only)."""
+        out = np.where(self.per_step_latency, np.array(self.hop_latency), 0.0)
+        out.setflags(write=False)
+        return out
 
 
 def _column(n_nodes: int) -> int:
@@ -191,8 +195,7 @@ def net_step_latency(topo: Topology, gpu_ranks: np.ndarray) -> tuple[float, floa
 def nccl_arch(topo: Topology, gpu_ranks: np.ndarray) -> str:
     """NCCL's compute-capability row for these GPUs: from the lowest compute capability, as NCCL's `minCompCap`
     (>= 10 Blackwell, >= 9 Hopper, >= 8 Ampere, else Volta; tuning.cc)."""
-    parts = np.flatnonzero(np.bincount(topo.dev_part[topo.gpu_device[gpu_ranks]]))
-    cc = min(hardware.get_gpu(topo.parts[int(p)]).compute_capability for p in parts)
+    cc = float(_compute_capability(topo)[gpu_ranks].min())
     if cc >= 10:
         return "Blackwell"
     if cc >= 9:
@@ -200,3 +203,14 @@ def nccl_arch(topo: Topology, gpu_ranks: np.ndarray) -> str:
     if cc >= 8:
         return "Ampere"
     return "Volta"
+
+
+def _compute_capability(topo: Topology) -> np.ndarray:
+    """Each GPU rank's compute capability (catalog), kept in the topology's store of structural data."""
+    def compute() -> np.ndarray:
+        per_part = np.array([hardware.get_gpu(p).compute_capability if k else math.nan
+                             for p, k in zip(topo.parts, np.bincount(topo.dev_part[topo.gpu_device],
+                                                                     minlength=len(topo.parts)).tolist())])
+        return per_part[topo.dev_part[topo.gpu_device]]
+
+    return topo.derive_structure(("gpu_compute_capability",), compute)

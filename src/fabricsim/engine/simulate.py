@@ -27,7 +27,7 @@ from fabricsim.engine.capacity import effective_capacity
 from fabricsim.engine.call import Call, Job, Options, job_call, options, traffic_call
 from fabricsim.engine.chunking import CommPlan
 from fabricsim.engine.flows import FlowRules, FlowSet, empty_flows, p2p_flows
-from fabricsim.engine.plan import call_chunks, call_model, plan_traffic, price
+from fabricsim.engine.plan import Plan, call_chunks, call_model, plan_traffic, price
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import traffic as schedule_traffic
@@ -53,6 +53,8 @@ def simulate(topo: Topology, schedule: Schedule, nbytes: int, *, elem_size: int 
         scaled = unit_cache.timed(topo, call, opts)
         if scaled is not None:
             return scaled
+        if call.copies == 1:  # a replicated schedule (training groups) is made afresh per call: nothing to reuse
+            return _time(topo, None, call, opts, None)
     return _time(topo, schedule_traffic(schedule, call.nbytes, call.elem_size), call, opts, background)
 
 
@@ -79,13 +81,29 @@ def time_traffic(topo: Topology, steps: Sequence[StepTraffic], *, collective: st
     return _time(topo, steps, call, opts, background)
 
 
-def _time(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts: Options, background) -> Result:
-    """Plan, price, drain and assemble one checked call."""
+def _time(topo: Topology, steps: Sequence[StepTraffic] | None, call: Call, opts: Options, background) -> Result:
+    """Plan, price, drain and assemble one checked call (`steps` None: its schedule's traffic at its size, planned
+    once per size in the topology's store of structural data, which its calibrated variants share: a calibration
+    fit times the same sizes on every variant)."""
     model = call_model(topo, call)
-    plan = plan_traffic(topo, steps, call, opts, model)
+    if steps is None:
+        plan = _sized_plan(topo, call, opts, model)
+    else:
+        plan = plan_traffic(topo, steps, call, opts, model)
     pricing = price(plan, model, call_chunks(call, model))
     drained = solve.drained(topo, plan, opts.level, _background(topo, background, opts), steady=pricing.slices > 1)
     return result(topo, plan, pricing, drained.scaled(1 / pricing.wire_efficiency), opts.level)
+
+
+def _sized_plan(topo: Topology, call: Call, opts: Options, model) -> Plan:
+    """The plan of a schedule's call at its own size, keyed as the unit cache keys its unit plans (what fixes the
+    flows) and by the size; the model's latencies, which a calibration changes, are no part of a plan."""
+    schedule = call.schedule
+    assert schedule is not None, "a sized plan is the plan of a schedule's call"
+    key = ("plan", schedule, call.nbytes, call.elem_size, call.channels, opts, call.gpu_ranks.tobytes(),
+           call.net_peer_bw)
+    return topo.derive_structure(key, lambda: plan_traffic(
+        topo, schedule_traffic(schedule, call.nbytes, call.elem_size), call, opts, model), per_size=True)
 
 
 def _background(topo: Topology, background, opts: Options) -> FlowSet:

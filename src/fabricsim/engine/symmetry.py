@@ -53,8 +53,8 @@ def link_class(topo: Topology) -> np.ndarray:
     """Each link's symmetry class: links joining the same kinds of device at the same fabric tiers with the same
     technology (a leaf's uplink, ...), and, for a device inside a host or NVLink domain, at the same position in it
     (GPU 3's NVLink port, PCIe switch 0's uplink to CPU 0, the rail-2 NIC's cable): what is the same in every node.
-    Kept in the topology's derived store."""
-    return topo.derive(("link_class",), lambda: _classify_links(topo))
+    Kept in the topology's store of structural data."""
+    return topo.derive_structure(("link_class",), lambda: _classify_links(topo))
 
 
 def _classify_links(topo: Topology) -> np.ndarray:

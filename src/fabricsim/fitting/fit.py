@@ -9,8 +9,10 @@ not pull every parameter. How: `scipy.optimize.least_squares` (trust-region refl
 parameter inside its physical bounds; finite-difference steps large enough to see over the model's piecewise
 choices of algorithm and slice count). scipy is the `fabricsim[calibrate]` extra, imported here only.
 
-Every evaluation re-predicts every row through the tuner and engine on a topology built from the calibrated
-spec: the fit uses the mechanisms predictions use, nothing is decomposed or approximated.
+Every evaluation re-predicts every row through the tuner and engine on the topology of the calibrated spec: the
+fit uses the mechanisms predictions use, nothing is decomposed or approximated. Each log's cluster is built once;
+an evaluation's topology is its calibrated variant (`topology.with_calibration`), which shares the routes and
+flows already derived, so only what the calibrated values change is timed again.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
-from fabricsim.topology import build
+from fabricsim.topology import Topology, build, with_calibration
 from fabricsim.topology.calibrated import BY_NAME, EFFICIENCY_KINDS, PARAMETERS, Calibrated, Fitted, LogUsed
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.units import format_bytes
@@ -109,16 +111,18 @@ def _calibration(values: dict[str, float], catalog: dict[str, float], used: Sequ
                       logs=tuple(used), method=METHOD)
 
 
-def _predict(cases: Sequence[LogCase], cal: Calibrated | None, level: str) -> list[CompareRow]:
-    """Every row of every case against its prediction on its cluster with `cal` in its spec."""
+def _predict(cases: Sequence[LogCase], topos: Sequence[Topology], cal: Calibrated | None,
+             level: str) -> list[CompareRow]:
+    """Every row of every case against its prediction on its cluster (`topos`, built without calibration) with `cal`
+    in its spec."""
     out: list[CompareRow] = []
-    for case in cases:
-        out.extend(score(case, level, build(dataclasses.replace(case.spec, calibrated=cal))).rows)
+    for case, topo in zip(cases, topos):
+        out.extend(score(case, level, with_calibration(topo, cal)).rows)
     return out
 
 
-def _times(cases: Sequence[LogCase], cal: Calibrated | None, level: str) -> np.ndarray:
-    return np.array([r.predicted_time_s for r in _predict(cases, cal, level)])
+def _times(cases: Sequence[LogCase], topos: Sequence[Topology], cal: Calibrated | None, level: str) -> np.ndarray:
+    return np.array([r.predicted_time_s for r in _predict(cases, topos, cal, level)])
 
 
 def _weights(cases: Sequence[LogCase], rows: Sequence[CompareRow]) -> np.ndarray:
@@ -149,7 +153,8 @@ def fit(cases: Sequence[LogCase], used: Sequence[LogUsed], spec: ClusterSpec, le
         from scipy.optimize import least_squares
     except ImportError:
         raise FabricsimError("fabricsim calibrate needs scipy: pip install 'fabricsim[calibrate]'") from None
-    base_rows = _predict(cases, None, level)
+    topos = [build(dataclasses.replace(case.spec, calibrated=None)) for case in cases]
+    base_rows = _predict(cases, topos, None, level)
     if not base_rows:
         raise FabricsimError("nothing to fit: the logs have no out-of-place rows with a time (give nccl-tests logs "
                              "with their data rows, e.g. all_reduce_perf -b 8 -e 8G -f 2)")
@@ -170,7 +175,7 @@ def fit(cases: Sequence[LogCase], used: Sequence[LogUsed], spec: ClusterSpec, le
             not_fitted[p.name] = f"the cluster has no {'/'.join(EFFICIENCY_KINDS[p.name])} links"
             continue
         probe = catalog[p.name] * PROBE["fraction"] if p.unit == "fraction" else PROBE["s"]
-        moved = _times(cases, _calibration({p.name: probe}, catalog, used, rowsn), level)
+        moved = _times(cases, topos, _calibration({p.name: probe}, catalog, used, rowsn), level)
         evaluations += 1
         if np.max(np.abs(moved / before - 1.0)) <= SENSITIVITY:
             not_fitted[p.name] = "no row of these logs depends on it (moved, no predicted time changed by > 0.5%)"
@@ -188,7 +193,7 @@ def fit(cases: Sequence[LogCase], used: Sequence[LogUsed], spec: ClusterSpec, le
 
     def residuals(z: np.ndarray) -> np.ndarray:
         count[0] += 1
-        t = _times(cases, _calibration(dict(zip(free, z * scale)), catalog, used, rowsn), level)
+        t = _times(cases, topos, _calibration(dict(zip(free, z * scale)), catalog, used, rowsn), level)
         return np.log(t / measured) * weight
 
     try:
@@ -199,7 +204,7 @@ def fit(cases: Sequence[LogCase], used: Sequence[LogUsed], spec: ClusterSpec, le
                              "logs at once") from None
     values = {n: _round(float(v)) for n, v in zip(free, sol.x * scale)}
     cal = _calibration(values, {n: _round(v) for n, v in catalog.items()}, used, rowsn)
-    after_rows = _predict(cases, cal, level)
+    after_rows = _predict(cases, topos, cal, level)
     after = np.array([r.predicted_time_s for r in after_rows])
     after_res = np.log(after / measured) * weight
     if not np.isfinite(after_res).all():

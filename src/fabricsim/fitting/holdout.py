@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.fitting.fit import FitResult, file_provenance, fit
-from fabricsim.topology import build
+from fabricsim.topology import build, with_calibration
 from fabricsim.validation.calibration import LogEntry, load_rows
 from fabricsim.validation.logs import LogCase, LogScore, case_for, default_index, score
 
@@ -83,7 +83,8 @@ def run(index: str | Path | None = None, level: str = "flow") -> tuple[list[Held
             skipped.append(Skipped(name, f"{len(have)} of its logs in this index; held-out needs 2"))
             continue
         cases = {i: _case(entries[i], path.parent) for i in have}
-        base = {i: score(cases[i][0], level) for i in have}
+        topos = {i: build(cases[i][0].spec) for i in have}
+        base = {i: score(cases[i][0], level, topos[i]) for i in have}
         fewest = min(len(cases[i][0].ranks) for i in have)
         for on in (i for i in have if len(cases[i][0].ranks) == fewest):  # fit small, predict large
             case, sha = cases[on]
@@ -95,8 +96,8 @@ def run(index: str | Path | None = None, level: str = "flow") -> tuple[list[Held
             for other in have:
                 if other == on:
                     continue
-                target = cases[other][0]
-                topo = build(replace(target.spec, calibrated=result.calibrated))
+                target = cases[other][0]  # its cluster calibrated: shares the routes its base score derived
+                topo = with_calibration(topos[other], result.calibrated)
                 held.append(Held(name, on, other, base[other], score(target, level, topo), result))
     return held, skipped
 

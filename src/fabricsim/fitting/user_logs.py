@@ -47,7 +47,7 @@ def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mappi
         _check_hardware(text, spec, target.ranks, str(cluster) if not isinstance(cluster, ClusterSpec) else spec.name,
                         gpus)
         known = {k: v for k, v in facts.env.items() if k in ENV}
-        case = make_case(path.stem, facts.log, spec, target.ranks, coll, known, _version(facts.nccl_version),
+        case = make_case(path.stem, facts.log, spec, target.ranks, coll, known, _version(facts.version),
                          text=text, gaps=target.gaps)
     except FabricsimError as err:
         raise FabricsimError(f"{path.name}: {err}") from None

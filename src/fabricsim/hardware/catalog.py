@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import TypeVar
 
 from fabricsim.errors import FabricsimError
@@ -55,7 +56,12 @@ _NIC_ALIASES = {
 
 def _norm(name: str) -> str:
     """'NVIDIA H100 SXM5' -> 'h100sxm5': lower case, vendor words and punctuation removed."""
-    return re.sub(r"[^a-z0-9]", "", _NOISE.sub("", str(name).lower()))
+    return _norm_text(str(name))
+
+
+@lru_cache(maxsize=1024)  # the engine looks up its topology's few part names on every call
+def _norm_text(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", _NOISE.sub("", text.lower()))
 
 
 def _index(catalog: dict[str, Entry], aliases: dict[str, tuple[str, ...]]) -> dict[str, str]:

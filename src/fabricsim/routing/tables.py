@@ -66,8 +66,8 @@ class Tables:
 
 
 def tables(topo: Topology) -> Tables:
-    """The routing tables of `topo` (built on first use, then kept in its derived store)."""
-    return topo.derive(("routing_tables",), lambda: _build(topo))
+    """The routing tables of `topo` (built on first use, then kept in its store of structural data)."""
+    return topo.derive_structure(("routing_tables",), lambda: _build(topo))
 
 
 def find_links(topo: Topology, tb: Tables, src: np.ndarray, dst: np.ndarray) -> np.ndarray:

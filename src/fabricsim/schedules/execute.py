@@ -82,7 +82,10 @@ def _expand(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.repeat(starts, sizes) + offs
 
 
-def _run_step(step: Step, k: int, buf: np.ndarray, start: np.ndarray, size: np.ndarray, ufunc: np.ufunc) -> None:
+def _run_step(step: Step, k: int, buf: np.ndarray, start: np.ndarray, size: np.ndarray, ufunc: np.ufunc,
+              ops: list, op_chunks: np.ndarray) -> None:
+    """Repetition k of `step` on `buf`; `ops`: the step's in-network operations (listed once per step, not per
+    repetition), `op_chunks` their chunks."""
     old = buf.copy()  # every transfer of a step reads the pre-step state
     sc = step.chunks_at(step.src_chunk, k)
     dc = step.chunks_at(step.dst_chunk, k)
@@ -94,17 +97,18 @@ def _run_step(step: Step, k: int, buf: np.ndarray, start: np.ndarray, size: np.n
     if np.any(size[sc] != size[dc]):
         raise FabricsimError("internal: a schedule moves chunks of different sizes; report this schedule as a bug")
     n_el = size[sc]
-    src_col = _expand(start[sc], n_el)
-    dst_col = _expand(start[dc], n_el)
-    el_tr = np.repeat(tr, n_el)
+    at = np.repeat(np.arange(n_el.shape[0]), n_el)  # the (chunk) transfer of each element moved
+    offs = np.arange(at.shape[0]) - (np.cumsum(n_el) - n_el)[at]  # its place inside its chunk
+    src_col = start[sc][at] + offs
+    dst_col = start[dc][at] + offs
+    el_tr = tr[at]
     src_row, dst_row = step.src[el_tr], step.dst[el_tr]
     vals = old[src_row, src_col]
     reduce = step.op[el_tr] == Op.REDUCE
     copy = ~reduce
     buf[dst_row[copy], dst_col[copy]] = vals[copy]
     ufunc.at(buf, (dst_row[reduce], dst_col[reduce]), vals[reduce])
-    for o in step.innet:
-        c = int(step.chunks_at(np.array([o.chunk]), k)[0])
+    for o, c in zip(ops, step.chunks_at(op_chunks, k).tolist()):
         s, e = start[c], start[c] + size[c]
         if e == s:
             continue
@@ -124,8 +128,10 @@ def execute(schedule: Schedule, inputs: list[np.ndarray], op: str = "sum") -> li
     start, stop = layout.chunk_bounds(schedule, count)
     size = stop - start
     for step in schedule.steps:
+        ops = list(step.innet)
+        op_chunks = np.array([o.chunk for o in ops], dtype=np.int64)
         for k in range(step.repeat):
-            _run_step(step, k, buf, start, size, ufunc)
+            _run_step(step, k, buf, start, size, ufunc, ops, op_chunks)
     outputs = layout.read_outputs(schedule, buf, count)
     if op == "avg" and schedule.collective in layout.REDUCING:
         outputs = [average(x, group) for x in outputs]

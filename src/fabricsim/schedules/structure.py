@@ -42,8 +42,18 @@ def flat(nranks: int) -> Structure:
 
 def structure_from_topology(topo, ranks=None) -> Structure:
     """The Structure of GPU `ranks` (default: all) of a built `fabricsim.topology.model.Topology`: ranks
-    grouped by NVLink domain, in order. NVLS needs several ranks in a domain, SHARP several domains."""
-    ranks = np.arange(topo.n_gpus) if ranks is None else np.asarray(ranks)
+    grouped by NVLink domain, in order. NVLS needs several ranks in a domain, SHARP several domains. Kept in the
+    topology's store of structural data by the rank list: the tuner asks once per candidate."""
+    arr = None if ranks is None else np.asarray(ranks)
+    derive = getattr(topo, "derive_structure", None)  # anything with gpu_domain and features describes ranks too
+    if derive is None:
+        return _structure(topo, arr)
+    return derive(("structure", None if arr is None else (arr.dtype.str, arr.shape, arr.tobytes())),
+                  lambda: _structure(topo, arr))
+
+
+def _structure(topo, ranks: np.ndarray | None) -> Structure:
+    ranks = np.arange(topo.n_gpus) if ranks is None else ranks
     if ranks.size == 0:
         raise FabricsimError(f"topology '{topo.name}' has no GPUs: build it with at least one GPU")
     domain = np.asarray(topo.gpu_domain)[ranks]
@@ -68,11 +78,11 @@ def structure_from_topology(topo, ranks=None) -> Structure:
 
 
 def _on_nvswitch(topo) -> np.ndarray:
-    """Per GPU rank, whether it has a link to an NVSwitch (kept in the topology's derived store)."""
+    """Per GPU rank, whether it has a link to an NVSwitch (kept in the topology's store of structural data)."""
     def compute() -> np.ndarray:
         from fabricsim.topology.model import DeviceKind
 
         to_switch = topo.dev_kind[topo.link_dst] == DeviceKind.NVSWITCH
         return np.isin(topo.gpu_device, topo.link_src[to_switch])
 
-    return topo.derive(("on_nvswitch",), compute)
+    return topo.derive_structure(("on_nvswitch",), compute)

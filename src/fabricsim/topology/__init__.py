@@ -1,5 +1,6 @@
 """fabricsim.topology: cluster specs, presets, the immutable array-backed Topology they build into, what-if
-variants of it (`with_link_capacity`, `without_links`), and faults (`apply_faults`: failed and degraded parts).
+variants of it (`with_link_capacity`, `without_links`, `with_calibration`), and faults (`apply_faults`: failed and
+degraded parts).
 
 The variants and the fault resolver are imported when first asked for (PEP 562): a healthy cluster's run never
 needs them."""
@@ -20,14 +21,15 @@ from fabricsim.topology.validate import validate
 
 if TYPE_CHECKING:
     from fabricsim.topology.faulted import apply_faults
-    from fabricsim.topology.variants import with_ecmp_seed, with_link_capacity, without_links
+    from fabricsim.topology.variants import with_calibration, with_ecmp_seed, with_link_capacity, without_links
 
-_LAZY = {"apply_faults": "faulted", "with_ecmp_seed": "variants", "with_link_capacity": "variants",
-         "without_links": "variants"}  # name -> the module of this package that holds it
+# name -> the module of this package that holds it
+_LAZY = {"apply_faults": "faulted", "with_calibration": "variants", "with_ecmp_seed": "variants",
+         "with_link_capacity": "variants", "without_links": "variants"}
 
 __all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Faults", "Topology", "apply_faults", "build", "load_cluster",
-           "load_spec", "preset_spec", "save_cluster", "validate", "with_ecmp_seed", "with_link_capacity",
-           "without_links"]
+           "load_spec", "preset_spec", "save_cluster", "validate", "with_calibration", "with_ecmp_seed",
+           "with_link_capacity", "without_links"]
 
 
 def build(spec: ClusterSpec) -> Topology:

@@ -51,11 +51,14 @@ def held_bytes(value: Any, freeze: bool = False) -> int:
 
 class DerivedStore:
     """Get-or-compute by key, least recently used dropped first beyond `max_entries` entries or `max_bytes`
-    bytes (the newest entry always stays)."""
+    bytes (the newest entry always stays, unless `keep_oversized` is False: then a value larger than `max_bytes` is
+    returned and not kept)."""
 
-    def __init__(self, max_entries: int | None = None, max_bytes: int | None = None) -> None:
+    def __init__(self, max_entries: int | None = None, max_bytes: int | None = None,
+                 keep_oversized: bool = True) -> None:
         self.max_entries = DERIVED_ENTRIES if max_entries is None else int(max_entries)
         self.max_bytes = DERIVED_BYTES if max_bytes is None else int(max_bytes)
+        self.keep_oversized = keep_oversized
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -69,6 +72,8 @@ class DerivedStore:
                 return hit[0]
         value = compute()
         size = held_bytes(value, freeze=True)
+        if size > self.max_bytes and not self.keep_oversized:
+            return value
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:  # computed twice at once (threads): keep the newer

@@ -26,6 +26,13 @@ import numpy as np
 
 from fabricsim.topology.derived import DerivedStore
 
+# Plans of calls timed at their own size (not by their unit message), one entry per size: kept apart from the rest of
+# the structural data, so a sweep over sizes never pushes out routes or routing tables, and bounded on their own: a
+# calibration fit's logs (16 GPUs, ~30 sizes, a few candidates each) hold ~1 MiB; a plan over 32 MiB (a large
+# fabric's) is not kept at all, so a sweep on it holds no more memory than before.
+SIZED_ENTRIES = 1024
+SIZED_BYTES = 32 << 20
+
 T = TypeVar("T")
 
 
@@ -69,7 +76,10 @@ class Topology:
 
     Every array is read-only, `parts`/`techs` are tuples and `features` a read-only mapping, so nothing derived
     from a topology (routes, link classes, NCCL systems, unit timings, kept in its own bounded store, see
-    `derive`) can go stale. A what-if change is a new topology made by `fabricsim.topology.variants`.
+    `derive`) can go stale. A what-if change is a new topology made by `fabricsim.topology.variants`. What is
+    derived from the devices and links alone (`derive_structure`) lives in a second store, which a calibrated
+    variant (`variants.with_calibration`: the same devices and links, other fitted efficiencies and latencies)
+    shares with the topology it came from.
 
     Device arrays (length n_devices):
       dev_kind   int8   DeviceKind
@@ -122,6 +132,8 @@ class Topology:
     features: Mapping[str, Any] = field(default_factory=dict)  # e.g. sharp, gpudirect, nvls, fabric (read-only)
     link_origin: np.ndarray | None = None  # link index in the built topology (variants without links), None: same
     _derived: DerivedStore = field(init=False, repr=False, compare=False)
+    _structure: DerivedStore = field(init=False, repr=False, compare=False)
+    _sized: DerivedStore = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in _ARRAYS:
@@ -132,9 +144,11 @@ class Topology:
         object.__setattr__(self, "techs", tuple(self.techs))
         object.__setattr__(self, "features", MappingProxyType(dict(self.features)))
         object.__setattr__(self, "_derived", DerivedStore())
+        object.__setattr__(self, "_structure", DerivedStore())
+        object.__setattr__(self, "_sized", DerivedStore(SIZED_ENTRIES, SIZED_BYTES, keep_oversized=False))
 
     def __reduce__(self):
-        """Pickled as its fields (features as a plain dict); the derived store starts empty on the other side."""
+        """Pickled as its fields (features as a plain dict); the derived stores start empty on the other side."""
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         values["features"] = dict(self.features)
         return (_rebuild, (values,))
@@ -146,6 +160,14 @@ class Topology:
         """Data derived from this topology, computed once by `compute()` and kept in its bounded store
         (`fabricsim.topology.derived`) under `key`, a tuple naming the kind first: ('routes', ...), ('tables',)."""
         return self._derived.get(key, compute)
+
+    def derive_structure(self, key: Hashable, compute: Callable[[], T], per_size: bool = False) -> T:
+        """As `derive`, for data that follows from the devices, links and features alone and reads nothing of the
+        spec's `calibrated:` section, neither directly nor through effective capacities or NCCL's latencies
+        (routing tables, routes, unit traffic and its flows, link classes, NCCL's system): kept in a store this
+        topology shares with its calibrated variants, so a calibration fit routes each pattern once. `per_size`:
+        an entry per message size (a call's plan at its own size), kept in a store of its own bound."""
+        return (self._sized if per_size else self._structure).get(key, compute)
 
     @property
     def n_devices(self) -> int:
@@ -221,3 +243,12 @@ class Topology:
 
 def _rebuild(values: dict) -> Topology:
     return Topology(**values)
+
+
+def share_structure(variant: Topology, parent: Topology) -> Topology:
+    """`variant`, made to share `parent`'s store of structural data (`Topology.derive_structure`): only for a
+    variant with the same devices, links and features whose spec differs in its `calibrated:` section alone
+    (`variants.with_calibration`)."""
+    object.__setattr__(variant, "_structure", parent._structure)
+    object.__setattr__(variant, "_sized", parent._sized)
+    return variant

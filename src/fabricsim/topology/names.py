@@ -1,9 +1,9 @@
 """Devices and links by name: every device's name (as `Topology.device_name` prints it), glob patterns over them,
 link patterns `A -> B`, and the classes a fault count draws from (`random:3:spines`).
 
-Names are made for all devices at once and kept in the topology's derived store, so a pattern over a 131,072-GPU
-cluster is one pass over a list of strings. A cable is one pair of opposite links (2k, 2k+1); its physical cables
-are its `link_count` parallel links (a leaf joined to a spine by two cables is one link of count 2).
+Names are made for all devices at once and kept in the topology's store of structural data, so a pattern over a
+131,072-GPU cluster is one pass over a list of strings. A cable is one pair of opposite links (2k, 2k+1); its
+physical cables are its `link_count` parallel links (a leaf joined to a spine by two cables is one link of count 2).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ CLASSES = (*DEVICE_CLASSES, *LINK_CLASSES)
 
 
 def device_names(topo: Topology) -> list[str]:
-    """The name of every device, index by index (kept in the topology's derived store)."""
-    return topo.derive(("device_names",), lambda: _names(topo)).tolist()
+    """The name of every device, index by index (kept in the topology's store of structural data)."""
+    return topo.derive_structure(("device_names",), lambda: _names(topo)).tolist()
 
 
 def _names(topo: Topology) -> np.ndarray:
@@ -71,7 +71,7 @@ def match_devices(topo: Topology, pattern: str) -> np.ndarray:
 
 
 def _index(topo: Topology) -> dict[str, int]:
-    return topo.derive(("device_index",), lambda: {name: i for i, name in enumerate(device_names(topo))})
+    return topo.derive_structure(("device_index",), lambda: {name: i for i, name in enumerate(device_names(topo))})
 
 
 def split_link(pattern: str) -> tuple[str, str, str | None] | None:

@@ -10,6 +10,10 @@ topology has, so a missing link is honoured everywhere at once (fat-tree up/down
 the links left, a rank nothing reaches is an error naming the cut). The variant numbers its links anew;
 `Topology.link_origin` maps each to its index in the topology that was built, so per-link figures of a
 variant and of the healthy cluster can be compared link by link.
+
+A calibrated variant (`with_calibration`) has the same devices and links and other fitted efficiencies and
+latencies: it shares the structural data already derived (routes, unit traffic and its flows), so each step of a
+calibration fit times the logs without routing them again.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from dataclasses import replace
 import numpy as np
 
 from fabricsim.errors import FabricsimError
-from fabricsim.topology.model import Topology
+from fabricsim.topology.calibrated import Calibrated
+from fabricsim.topology.model import Topology, share_structure
 from fabricsim.topology.validate import cut_rank, validate
 
-__all__ = ["link_indices", "with_ecmp_seed", "with_link_capacity", "without_links"]
+__all__ = ["link_indices", "with_calibration", "with_ecmp_seed", "with_link_capacity", "without_links"]
 
 
 def link_indices(topo: Topology, links) -> np.ndarray:
@@ -97,3 +102,13 @@ def with_ecmp_seed(topo: Topology, seed: int) -> Topology:
         raise FabricsimError(f"ECMP seed {seed!r} must be a whole number from 0 to {2**32 - 1}")
     spec = topo.spec if topo.spec is None else replace(topo.spec, ecmp_seed=int(seed))
     return replace(topo, features={**topo.features, "ecmp_seed": int(seed)}, spec=spec)
+
+
+def with_calibration(topo: Topology, cal: Calibrated | None) -> Topology:
+    """`topo` with `cal` as its spec's `calibrated:` section (None: none), the topology `build` makes of that spec:
+    the same devices and links, sharing what is derived from them alone (`Topology.derive_structure`); what the
+    calibration changes (effective capacities, NCCL's latencies, drain times) is derived anew."""
+    if topo.spec is None:
+        raise FabricsimError(f"topology '{topo.name}' was built without a cluster spec, which holds the calibration: "
+                             "build it from a ClusterSpec (topology.build)")
+    return share_structure(replace(topo, spec=replace(topo.spec, calibrated=cal)), topo)

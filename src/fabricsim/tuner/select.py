@@ -406,8 +406,7 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
 
 def _nccl_system(topo: Topology, ranks_key: bytes, version=None) -> nccl_model.NcclSystem:
     """NCCL's view of these ranks under NCCL `version` (default: the newest modelled), kept in the topology's
-    derived store: the tuner asks once per candidate and size."""
+    store of structural data: the tuner asks once per candidate and size."""
     v = nccl_versions.release(version).version
-    return topo.derive(("nccl_system", ranks_key, v),
-                       lambda: nccl_model.system_from_topology(topo, ranks=np.frombuffer(ranks_key, dtype=np.int32),
-                                                               version=v))
+    return topo.derive_structure(("nccl_system", ranks_key, v), lambda: nccl_model.system_from_topology(
+        topo, ranks=np.frombuffer(ranks_key, dtype=np.int32), version=v))
