@@ -226,11 +226,17 @@ def _check_keys(data: dict, info, where: str, hint: str, prefix: str = "") -> No
                     _check_keys(item, _member(inner.item_type, item), where, hint, f"{prefix}{key}[{i}].")
 
 
-def _unknown(path: str, key: str, fields: dict, hint: str) -> str:
+def closest(name: str, choices) -> str | None:
+    """The choice `name` most likely misspells (difflib's closest match), or None."""
     import difflib
 
-    close = difflib.get_close_matches(key, fields, n=1)
-    guess = f" (did you mean '{close[0]}'?)" if close else ""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return close[0] if close else None
+
+
+def _unknown(path: str, key: str, fields: dict, hint: str) -> str:
+    close = closest(key, fields)
+    guess = f" (did you mean '{close}'?)" if close else ""
     return f"unknown key '{path}'{guess}: valid keys are {', '.join(fields)}{hint}"
 
 

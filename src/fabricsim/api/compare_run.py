@@ -149,14 +149,12 @@ def _log_env(text: str | None, env: Mapping[str, str], collective: str,
     """The log's NCCL environment ('set by environment' lines, then `env`) applied to `c`: the cluster as it leaves
     it, what it chose, how each variable was honoured, and a note per variable of the log fabricsim does not know."""
     from fabricsim.importers.nccl_log import scan
-    from fabricsim.reports.nccl_env import ENV
+    from fabricsim.reports.nccl_env import honoured
 
-    logged = scan(text).env if text is not None else {}
-    unknown = sorted(v for v in logged if v not in ENV and v not in env)
-    known = {**{k: v for k, v in logged.items() if k in ENV}, **env}
-    c, run, effects = with_env(c, collective, known, text or "")
-    notes = [f"the log sets {v}={logged[v]}, which fabricsim does not know how to honour: predicted without it"
-             for v in unknown]
+    known, unknown = honoured(scan(text).env if text is not None else {})
+    c, run, effects = with_env(c, collective, {**known, **env}, text or "")
+    notes = [f"the log sets {v}={value}, which fabricsim does not know how to honour: predicted without it"
+             for v, value in unknown if v not in env]
     return c, run, effects, notes
 
 

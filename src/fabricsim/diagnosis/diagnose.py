@@ -31,7 +31,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.importers.machine import Machine
 from fabricsim.topology import build
 from fabricsim.topology.spec import ClusterSpec
-from fabricsim.reports.nccl_env import ENV
+from fabricsim.reports.nccl_env import honoured
 from fabricsim.validation.logs import LogCase, make_case, score
 
 DEFAULT_THRESHOLD = 0.25  # a size falls short when measured busbw < (1 - 0.25) x predicted (issue 15)
@@ -263,8 +263,7 @@ def _rank(found: list[Finding], sizes: Sequence[SizeCheck]) -> tuple[Finding, ..
 
 
 def _env(facts: Facts) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
-    known = {k: v for k, v in facts.env.items() if k in ENV}
-    return known, tuple((k, v) for k, v in sorted(facts.env.items()) if k not in ENV)
+    return honoured(facts.env)
 
 
 def diagnose(text: str, source: str, *, cluster: str | Path | ClusterSpec | None = None,

@@ -18,7 +18,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.importers.nccl_log import device_names
 from fabricsim.reports.compare import gpu_mismatch, rank_mismatch
 from fabricsim.topology.spec import ClusterSpec
-from fabricsim.reports.nccl_env import ENV
+from fabricsim.reports.nccl_env import honoured
 from fabricsim.validation.logs import LogCase, make_case, _version
 
 
@@ -46,7 +46,7 @@ def read_case(path: str | Path, cluster: str | Path | ClusterSpec, *, env: Mappi
         spec = dataclasses.replace(target.spec, calibrated=None)
         _check_hardware(text, spec, target.ranks, str(cluster) if not isinstance(cluster, ClusterSpec) else spec.name,
                         gpus)
-        known = {k: v for k, v in facts.env.items() if k in ENV}
+        known, _ = honoured(facts.env)
         case = make_case(path.stem, facts.log, spec, target.ranks, coll, known, _version(facts.version),
                          text=text, gaps=target.gaps)
     except FabricsimError as err:

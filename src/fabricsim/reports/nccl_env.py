@@ -180,6 +180,13 @@ ENV: dict[str, Callable[[RunSetup, str, str], EnvEffect]] = {
 }
 
 
+def honoured(env: Mapping[str, str]) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
+    """`env` split into the variables `ENV` knows (name -> value) and the others, (name, value) in name order: a log
+    may set anything, and what fabricsim cannot honour is said, not an error."""
+    known = {k: v for k, v in env.items() if k in ENV}
+    return known, tuple((k, v) for k, v in sorted(env.items()) if k not in ENV)
+
+
 def environment(run: RunSetup, env: Mapping[str, str]) -> tuple[EnvEffect, ...]:
     """Apply `env` (NCCL variable -> the text the run set) to `run`, in name order; one effect per variable."""
     out = []

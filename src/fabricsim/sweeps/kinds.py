@@ -154,10 +154,10 @@ def check(name: str, option: str, value: Any, where: str) -> Any:
 
         value = parse_size(value)
     if option not in types:
-        import difflib
+        from fabricsim.inputs import closest
 
-        close = difflib.get_close_matches(option, types, n=1)
-        guess = f" (did you mean '{name}.{close[0]}'?)" if close else ""
+        close = closest(option, types)
+        guess = f" (did you mean '{name}.{close}'?)" if close else ""
         raise FabricsimError(f"{where}: '{name}.{option}' is not a {name} setting{guess}: use one of "
                              f"{', '.join(types)}")
     try:

@@ -57,12 +57,10 @@ class Sweep:
 
 def _guessed(names: list[str]) -> str:
     """Unknown option names, each with the option it is closest to ('tp_overlp (did you mean tp_overlap?)')."""
-    import difflib
-
     out = []
     for name in names:
-        close = difflib.get_close_matches(name, OPTIONS, n=1)
-        out.append(f"{name} (did you mean {close[0]}?)" if close else name)
+        close = inputs.closest(name, OPTIONS)
+        out.append(f"{name} (did you mean {close}?)" if close else name)
     return ", ".join(out)
 
 
