@@ -67,6 +67,12 @@ def rank_mismatch(log_nranks: int, cluster: str, sized: str, n_gpus: int, gpus_p
     if Path(cluster).is_file():
         if log_nranks < unit:
             return f"{where}: add {option('gpus', log_nranks)} (the first {log_nranks} GPUs of one node)"
+        if log_nranks % gpus_per_node == 0 and log_nranks % unit and unit > gpus_per_node:
+            # an NVLink domain spans trays and holds whole trays: the nodes must fill whole domains
+            domain = max(d for d in range(gpus_per_node, unit + 1, gpus_per_node) if log_nranks % d == 0)
+            return (f"{where}: set nodes: {log_nranks // gpus_per_node} and domain_size: {domain} in {cluster} "
+                    f"({log_nranks // domain} NVLink domain(s) of {domain // gpus_per_node} trays; nodes alone must be "
+                    f"whole domains of {unit // gpus_per_node} trays)")
         if log_nranks % gpus_per_node == 0:
             return f"{where}: set nodes: {log_nranks // gpus_per_node} in {cluster}"
         return f"{where}: set nodes and gpus_per_node in {cluster} so that they multiply to {log_nranks}"
