@@ -12,7 +12,7 @@ from fabricsim import __version__
 from fabricsim.api.clusters import Cluster, as_cluster, fault_notes, rank_ranges, unit_gpus
 from fabricsim.api.common import Progress, dataframe, names
 from fabricsim.api.perf_run import with_env
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 
 if TYPE_CHECKING:
     import pandas
@@ -187,6 +187,10 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
 
     if level not in ("flow", "analytical"):
         raise FabricsimError(f"unknown level '{level}': use 'flow' or 'analytical'")
+    if gpu is not None and cluster is not None:
+        raise FabricsimError(f"{option('gpu', gpu)} names the GPU for inferring the cluster, but the cluster is given "
+                             f"(its GPU is the one predicted): drop {option('gpu')}, or drop {option('cluster')} to "
+                             "infer the cluster")
     path = Path(log)
     text = read_text(path, "nccl-tests log")
     machines = [read_machine(p) for p in topo]
