@@ -203,13 +203,14 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
         sweep.exposures[label] = explain_wall(runs)
     if progress is not None:
         progress(total, total)
-    sweep.warnings = _warnings(sweep, efficiency) + _resized(cluster, counts)
+    ran = {r.n_gpus for res in sweep.runs.values() for r in res if isinstance(r, StepResult)}
+    sweep.warnings = _warnings(sweep, efficiency) + _resized(cluster, [n for n in counts if n in ran])
     return sweep
 
 
 def _resized(cluster, counts: Sequence[int]) -> list[str]:
-    """Where the sweep sized a cluster file (or spec) to GPU counts other than its own: a preset is sized by design,
-    a file says its node count, so running other counts on a resized copy is said."""
+    """Where the sweep sized a cluster file (or spec) to GPU counts other than its own (`counts`: those that ran): a
+    preset is sized by design, a file says its node count, so running other counts on a resized copy is said."""
     from fabricsim import topology
 
     if isinstance(cluster, str) and cluster in topology.PRESETS:
