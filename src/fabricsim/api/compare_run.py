@@ -120,6 +120,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     notes = forced_notes(c.topology, c.ranks, coll, algos) + fault_notes(c, cost_model) + env_notes
     notes += gpu_notes(text, c.spec.gpu, c.name) if text is not None else []
     kept, skipped = report.comparable(parsed.rows, placement)
+    notes += report.wrong_results(kept, placement)
     done = [0]
 
     def tick(i: int, _n: int) -> None:  # sizes done in one group of the log's rows -> rows done in all

@@ -160,6 +160,18 @@ def measured_placement(row: ParsedRow, placement: str):
     return row.out_of_place if placement == "out" else row.in_place
 
 
+def wrong_results(rows: list[ParsedRow], placement: str) -> list[str]:
+    """A note where the log's #wrong column counts wrong elements in the placement compared: nccl-tests checked
+    those results and found them wrong, so the run timed there did not compute correctly (the rows are still scored)."""
+    wrong = [r.size_bytes for r in rows if (p := measured_placement(r, placement)) is not None and p.wrong]
+    if not wrong:
+        return []
+    name = "out-of-place" if placement == "out" else "in-place"
+    sizes = ", ".join(format_bytes(s) for s in wrong[:3]) + (", ..." if len(wrong) > 3 else "")
+    return [f"the log's {name} #wrong column is not 0 at {len(wrong)} size{'s' * (len(wrong) != 1)} ({sizes}): "
+            "nccl-tests found wrong results there, so those times are of a run that did not compute correctly"]
+
+
 def comparable(rows: list[ParsedRow], placement: str) -> tuple[list[ParsedRow], list[tuple[int, str]]]:
     """Split log rows into those with something to compare and (size, reason) for the rest: a row with
     count 0 moved no data (its time is launch overhead only), a row without a time has no measurement, and a
