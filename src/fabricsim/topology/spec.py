@@ -250,6 +250,9 @@ def _check_values(s: ClusterSpec) -> None:
         )
     if s.scaleup in ("nvswitch", "nvl72") and s.nvswitch_chips == 0:
         raise FabricsimError(f"scaleup '{s.scaleup}' needs nvswitch_chips > 0 (NVSwitch chips per NVLink domain)")
+    if s.nvswitch_chips and s.scaleup not in ("nvswitch", "nvl72"):  # else silently built without them
+        raise FabricsimError(f"nvswitch_chips {s.nvswitch_chips} needs scaleup 'nvswitch' or 'nvl72', but scaleup is "
+                             f"'{s.scaleup}' (no NVSwitch): set nvswitch_chips: 0, or change scaleup")
     if s.pcie_switches_per_node:
         if not s.pcie_switch:
             raise FabricsimError("pcie_switches_per_node > 0 needs pcie_switch (a catalog PCIe switch, e.g. pcie-switch5)")

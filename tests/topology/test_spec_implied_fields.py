@@ -1,5 +1,6 @@
-"""A cluster file may leave out domain_size wherever the NVLink domain is one node (it must then equal
-gpus_per_node); NVL72-style racks, whose domain spans trays, still say it."""
+"""Cluster-file fields that follow from others: domain_size may be left out wherever the NVLink domain is one node
+(it must then equal gpus_per_node), while NVL72-style racks, whose domain spans trays, still say it; NVSwitch chips
+without an NVSwitch scale-up are refused, not ignored."""
 
 from __future__ import annotations
 
@@ -45,3 +46,11 @@ def test_the_schema_no_longer_requires_it(capsys):
     assert main(["schema", "cluster"]) == 0
     spec = json.loads(capsys.readouterr().out)["$defs"]["ClusterSpec"]
     assert "domain_size" not in spec["required"] and spec["properties"]["domain_size"]["default"] == 0
+
+
+def test_nvswitch_chips_without_nvswitch_scaleup_is_refused(tmp_path, capsys):
+    path = tmp_path / "pcie.yaml"
+    path.write_text(NODE.replace("scaleup: nvswitch", "scaleup: pcie"))  # nvswitch_chips: 4 left behind
+    assert main(["topo", "show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nvswitch_chips 4 needs scaleup 'nvswitch' or 'nvl72', but scaleup is 'pcie'" in err
