@@ -337,6 +337,10 @@ def describe(typ) -> str:
         return "null"
     if isinstance(info, mi.UnionType):
         return " or ".join(dict.fromkeys(describe(t) for t in info.types))
+    if isinstance(info, (mi.ListType, mi.VarTupleType)) and (info.min_length or info.max_length is not None):
+        lo, hi = info.min_length or 0, info.max_length
+        items = (f"{lo:,} to {hi:,}" if lo and hi is not None else f"at least {lo:,}" if lo else f"at most {hi:,}")
+        return f"a list of {items} items"
     if isinstance(info, (mi.ListType, mi.TupleType, mi.VarTupleType)):
         return "a list"
     if isinstance(info, mi.DictType) or _fields(info):

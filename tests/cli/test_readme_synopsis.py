@@ -33,3 +33,44 @@ def test_the_log_commands_synopsis_names_collective_and_only_real_options(comman
     real = {opt for p in cmd.params for opt in getattr(p, "opts", ()) if opt.startswith("--")}
     assert "--collective" in shown
     assert shown <= real, shown - real
+
+
+def synopses() -> list[tuple[list[str], str]]:
+    """Every synopsis of the README's Commands block: (the command path, e.g. ['whatif', 'failures'], its text)."""
+    text = (ROOT / "README.md").read_text()
+    block = text[text.index("## Commands"):]
+    block = block[block.index("```") + 3:]
+    block = block[:block.index("```")]
+    out: list[tuple[list[str], list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("fabricsim "):
+            out.append((line.split()[1:], [line]))
+        elif line.startswith(" ") and out:
+            out[-1][1].append(line)
+    found = []
+    for words, lines in out:
+        cmd, path = cli, []
+        for word in words:
+            sub = cmd.get_command(click.Context(cmd), word) if isinstance(cmd, click.Group) else None
+            if sub is None:
+                break
+            cmd, path = sub, [*path, word]
+        found.append((path, "\n".join(lines)))
+    return found
+
+
+def test_every_synopsis_lists_an_options_choices_as_the_command_has_them():
+    checked = 0
+    for path, text in synopses():
+        cmd = cli
+        for word in path:
+            cmd = cmd.get_command(click.Context(cmd), word)
+        params = {opt: p for p in cmd.params for opt in getattr(p, "opts", ())}
+        for opt, values, more in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)[ =]([\w-][\w.-]*(?:\|[\w-][\w.-]*)+)(\|\.\.\.)?", text):
+            param = params.get(opt)
+            if param is None or not isinstance(param.type, click.Choice):
+                continue  # a file name pattern (out.png|.pdf|.svg), or an option the other test checks
+            shown, real = set(values.split("|")), set(param.type.choices)
+            assert shown <= real and (more or shown == real), (path, opt, sorted(shown), sorted(real))
+            checked += 1
+    assert checked >= 10

@@ -185,3 +185,12 @@ def test_nodes_says_how_a_log_without_hosts_ran(tmp_path):
         read_case(log, "dgx-h100", gpus=8, nodes=3)
     assert main(["calibrate", str(log), "-c", "dgx-h100", "--gpus", "8", "--nodes", "0", "-o",
                  str(tmp_path / "o.yaml")]) == 2
+
+
+def test_the_residual_table_prints_whole_log_names(fitted):
+    """Two logs whose names share their first 24 characters stay apart in the rows `fabricsim calibrate` prints."""
+    from fabricsim.fitting.report import text
+
+    long = [dataclasses.replace(row, log=f"dstack-nebius-h100-16gpu-a{'rg'[i % 2]}") for i, row in enumerate(fitted.fit.rows)]
+    printed = text(dataclasses.replace(fitted.fit, rows=tuple(long)))
+    assert printed.count("\ndstack-nebius-h100-16gpu-ar ") + printed.count("\ndstack-nebius-h100-16gpu-ag ") == len(long)

@@ -136,6 +136,8 @@ def test_values_take_their_option_type(tmp_path):
     ("cluster: dgx-h100\ntrain: {tp: 2}\n", "needs a model"),
     ("cluster: dgx-h100\nperf: {sizes: [1M], colective: x}\n", "unknown key 'perf.colective'"),
     ("cluster: dgx-h100\nperf: {sizes: [1M]}\nzip: [[cluster.gpu, cluster.nic]]\n", "not an axis"),
+    ("cluster: dgx-h100\nperf: {sizes: [1M]}\naxes: {cluster.nodes: [1, 2]}\nzip: [[cluster.nodes, cluster.gpu]]\n",
+     "zip names 'cluster.gpu', which is not an axis"),
     ("cluster: dgx-h100\nperf: {sizes: [1M]}\naxes: {cluster.gpu: [H100, H200], cluster.nic: [cx7]}\n"
      "zip: [[cluster.gpu, cluster.nic]]\n", "lengths 2, 1"),
     ("cluster: dgx-h100\nperf: {sizes: [1M]}\naxes: {cluster.nodes: [1]}\nexclude: [{cluster.gpu: H100}]\n",

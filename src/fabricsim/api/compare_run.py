@@ -12,7 +12,7 @@ from fabricsim import __version__
 from fabricsim.api.clusters import Cluster, as_cluster, fault_notes, rank_ranges, unit_gpus
 from fabricsim.api.common import Progress, dataframe, names
 from fabricsim.api.perf_run import with_env
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 
 if TYPE_CHECKING:
     import pandas
@@ -120,6 +120,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     notes = forced_notes(c.topology, c.ranks, coll, algos) + fault_notes(c, cost_model) + env_notes
     notes += gpu_notes(text, c.spec.gpu, c.name) if text is not None else []
     kept, skipped = report.comparable(parsed.rows, placement)
+    notes += report.wrong_results(kept, placement)
     done = [0]
 
     def tick(i: int, _n: int) -> None:  # sizes done in one group of the log's rows -> rows done in all
@@ -187,6 +188,10 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
 
     if level not in ("flow", "analytical"):
         raise FabricsimError(f"unknown level '{level}': use 'flow' or 'analytical'")
+    if gpu is not None and cluster is not None:
+        raise FabricsimError(f"{option('gpu', gpu)} names the GPU for inferring the cluster, but the cluster is given "
+                             f"(its GPU is the one predicted): drop {option('gpu')}, or drop {option('cluster')} to "
+                             "infer the cluster")
     path = Path(log)
     text = read_text(path, "nccl-tests log")
     machines = [read_machine(p) for p in topo]

@@ -160,6 +160,9 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
         protos = _one_choice(protos, run_env.protos, "proto", "NCCL_PROTO", "protocols")
         chunk_env = run_env.chunk_env
     notes = forced_notes(c.topology, c.ranks, collective, algos) + fault_notes(c, cost_model)
+    over = over_hbm_note(c.topology, size_list)
+    if over:
+        notes.append(over)
     rel = release(nccl_version)
     seeds = ecmp.check_seeds(ecmp_seeds)
     if seeds > 1 and cost_model != "fabricsim":
@@ -180,6 +183,15 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
                       tuple(p.pick for p in points), tuple(notes), tuple(algos) if algos else None,
                       tuple(protos) if protos else None, rel.label, nccl_version, tuple(spread), effects)
+
+
+def over_hbm_note(topo: Topology, size_list: list[int]) -> str | None:
+    """A note where some sizes' nccl-tests buffers do not fit in the GPUs' HBM (`fabricsim perf` stops its sweep there,
+    as nccl-tests does; a Python caller gets the rows and this note)."""
+    from fabricsim import hardware
+    from fabricsim.hardware.memory import over_hbm_note as note
+
+    return note(hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])]), size_list)
 
 
 def with_env(c: Cluster, collective: str, env: Mapping[str, str],

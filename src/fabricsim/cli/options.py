@@ -78,13 +78,17 @@ def nccl_version_option(f):
 
 
 def parse_env(pairs: tuple[str, ...]) -> dict[str, str]:
-    """--env NCCL_NAME=VALUE pairs (repeatable) -> {name: value}."""
+    """--env NCCL_NAME=VALUE pairs (repeatable) -> {name: value}; one variable given two values is an error."""
     out = {}
     for pair in pairs:
         var, eq, value = pair.partition("=")
         if not eq or not var:
             raise FabricsimError(f"--env {pair!r}: give NCCL_NAME=VALUE, e.g. --env NCCL_P2P_DISABLE=1")
-        out[var.strip()] = value.strip()
+        var, value = var.strip(), value.strip()
+        if var in out and out[var] != value:
+            raise FabricsimError(f"--env {var} is given twice ({var}={out[var]} and {var}={value}): a run sets a "
+                                 "variable once, keep one")
+        out[var] = value
     return out
 
 

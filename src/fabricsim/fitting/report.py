@@ -49,11 +49,12 @@ def text(r: FitResult) -> str:
                      "mechanism is missing here (the value will not generalise; see `fabricsim doctor`)")
     for name, why in r.not_fitted.items():
         lines.append(f"  not fitted: {name}: {why}")
+    w = max([24, *(len(row.log) for row in r.rows)])  # whole names: two logs may share their first 24 characters
     lines += ["", "rows (out-of-place; error = predicted busbw vs measured, + = predicted faster):",
-              f"{'log':<24} {'size':>10} {'measured':>11} {'before':>11} {'after':>11} {'busbw GB/s':>10} {'before':>8} "
+              f"{'log':<{w}} {'size':>10} {'measured':>11} {'before':>11} {'after':>11} {'busbw GB/s':>10} {'before':>8} "
               f"{'after':>8} {'err before':>10} {'after':>8}  pick after"]
     for row in r.rows:
-        lines.append(f"{row.log[:24]:<24} {format_bytes(row.size_bytes):>10} {row.measured_time_s * 1e6:>9.1f}us "
+        lines.append(f"{row.log:<{w}} {format_bytes(row.size_bytes):>10} {row.measured_time_s * 1e6:>9.1f}us "
                      f"{row.before_time_s * 1e6:>9.1f}us {row.after_time_s * 1e6:>9.1f}us {row.measured_busbw / 1e9:>10.2f} "
                      f"{row.before_busbw / 1e9:>8.2f} {row.after_busbw / 1e9:>8.2f} {row.error_pct('before'):>+9.1f}% "
                      f"{row.error_pct('after'):>+7.1f}%  {row.after_pick}")

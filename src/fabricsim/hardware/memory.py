@@ -38,3 +38,16 @@ def fit_note(gpu: GPU, maxbytes: int, datacheck: bool = True) -> str | None:
             f"{gpu.hbm_bytes / 1e9:,.0f} GB of HBM on each {gpu.name} holds: as nccl-tests does, fabricsim reduces "
             f"maxBytes to {limit:,} bytes (HBM less nccl-tests' reserve, divided among the buffers; "
             "nccl-tests src/common.cu)")
+
+
+def over_hbm_note(gpu: GPU, sizes: list[int], datacheck: bool = True) -> str | None:
+    """None when every size's buffers fit in `gpu`'s memory as nccl-tests allocates them; else a note saying which
+    sizes do not (a prediction for them is of a run nccl-tests would not make: it reduces maxBytes instead)."""
+    limit = nccltests_max_bytes(gpu, datacheck)
+    over = [s for s in sizes if s > limit]
+    if not over:
+        return None
+    buffers = "a send, a receive and a check buffer" if datacheck else "a send and a receive buffer"
+    return (f"{len(over)} size{'s' * (len(over) != 1)} from {over[0]:,} bytes up need {buffers} of that size on every "
+            f"GPU, more than the {gpu.hbm_bytes / 1e9:,.0f} GB of HBM on each {gpu.name} holds: nccl-tests would not run "
+            f"them (it reduces maxBytes to {limit:,} bytes; nccl-tests src/common.cu)")

@@ -67,6 +67,12 @@ def rank_mismatch(log_nranks: int, cluster: str, sized: str, n_gpus: int, gpus_p
     if Path(cluster).is_file():
         if log_nranks < unit:
             return f"{where}: add {option('gpus', log_nranks)} (the first {log_nranks} GPUs of one node)"
+        if log_nranks % gpus_per_node == 0 and log_nranks % unit and unit > gpus_per_node:
+            # an NVLink domain spans trays and holds whole trays: the nodes must fill whole domains
+            domain = max(d for d in range(gpus_per_node, unit + 1, gpus_per_node) if log_nranks % d == 0)
+            return (f"{where}: set nodes: {log_nranks // gpus_per_node} and domain_size: {domain} in {cluster} "
+                    f"({log_nranks // domain} NVLink domain(s) of {domain // gpus_per_node} trays; nodes alone must be "
+                    f"whole domains of {unit // gpus_per_node} trays)")
         if log_nranks % gpus_per_node == 0:
             return f"{where}: set nodes: {log_nranks // gpus_per_node} in {cluster}"
         return f"{where}: set nodes and gpus_per_node in {cluster} so that they multiply to {log_nranks}"
@@ -152,6 +158,18 @@ class CompareSummary:
 def measured_placement(row: ParsedRow, placement: str):
     """The out-of-place ('out') or in-place ('in') measurement of a log row; None where the log has none."""
     return row.out_of_place if placement == "out" else row.in_place
+
+
+def wrong_results(rows: list[ParsedRow], placement: str) -> list[str]:
+    """A note where the log's #wrong column counts wrong elements in the placement compared: nccl-tests checked
+    those results and found them wrong, so the run timed there did not compute correctly (the rows are still scored)."""
+    wrong = [r.size_bytes for r in rows if (p := measured_placement(r, placement)) is not None and p.wrong]
+    if not wrong:
+        return []
+    name = "out-of-place" if placement == "out" else "in-place"
+    sizes = ", ".join(format_bytes(s) for s in wrong[:3]) + (", ..." if len(wrong) > 3 else "")
+    return [f"the log's {name} #wrong column is not 0 at {len(wrong)} size{'s' * (len(wrong) != 1)} ({sizes}): "
+            "nccl-tests found wrong results there, so those times are of a run that did not compute correctly"]
 
 
 def comparable(rows: list[ParsedRow], placement: str) -> tuple[list[ParsedRow], list[tuple[int, str]]]:

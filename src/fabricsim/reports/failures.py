@@ -103,7 +103,7 @@ def sweep(topo: Topology, ranks: np.ndarray, collective: str, nbytes: int, count
         raise FabricsimError(f"{topo.name} has no {what} to fail: choose {option('what')} among the classes it has "
                              f"({', '.join(has)})")
     if max(counts) > size:
-        raise FabricsimError(f"{option('fail_counts', flag='--fail-count')} up to {max(counts)}, but {topo.name} has {size:,} {what}: sweep at most "
+        raise FabricsimError(f"{option('fail_counts', flag='--fail-count')} up to {max(counts)}, but {topo.name} has {_counted(size, what)}: sweep at most "
                              f"{size}")
     todo = sum(1 if k == 0 else seeds for k in counts)
     if todo > MAX_DRAWS:
@@ -162,6 +162,13 @@ def records(rows: Sequence[Row], healthy: float) -> list[dict]:
                         **({"cut": d.cut} if d.cut else {})} for d in r.draws]} for r in rows]
 
 
+def _counted(n: int, what: str) -> str:
+    """'2 spines', '1 spine', '1 leaf', '1 nvswitch': a count of a failure class (WHAT names them in the plural)."""
+    if n != 1:
+        return f"{n:,} {what}"
+    return f"1 {what[:-3] + 'f' if what.endswith('leaves') else what[:-2] if what.endswith('switches') else what[:-1]}"
+
+
 def format_table(rows: Sequence[Row], title: str, what: str) -> str:
     """The sweep as an aligned table: per count the median and worst busbw, the change, the load of the layer that
     fails and the worst draw's bottleneck."""
@@ -178,7 +185,7 @@ def format_table(rows: Sequence[Row], title: str, what: str) -> str:
         lines.append([str(r.failed), f"{len(r.draws)}{cut}", f"{r.median / GB:.2f}", f"{w.busbw / GB:.2f}",
                       change, load, ",".join(algos), w.cut or w.bottleneck])
     widths = [max(len(x) for x in col) for col in zip(head, *lines)]
-    out = [title, "  ".join(h.rjust(w) if i < 6 else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths)))]
+    out = [title, "  ".join(h.rjust(w) if i < 6 else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths))).rstrip()]
     out += ["  ".join(x.rjust(w) if i < 6 else x.ljust(w) for i, (x, w) in enumerate(zip(line, widths))).rstrip()
             for line in lines]
     out.append("busbw in GB/s (nccl-tests' bus bandwidth); median and worst over the draws of each count; change: the "

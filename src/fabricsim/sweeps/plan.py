@@ -173,9 +173,10 @@ def _dimensions(spec: Any, axes: dict[str, list], where: Path) -> list[tuple[str
 
     grouped: dict[str, tuple[str, ...]] = {}
     for group in spec.zip:
-        for name in group:
+        for name in group:  # every name first: sorting the group ranks all of its names
             if name not in axes:
                 raise FabricsimError(f"{where}: zip names '{name}', which is not an axis: add it under axes")
+        for name in group:
             if name in grouped:
                 raise FabricsimError(f"{where}: axis '{name}' is in two zip groups: put it in one")
             grouped[name] = tuple(sorted(group, key=rank))

@@ -50,6 +50,7 @@ class ClusterSpec:
 
     scaleup: 'nvswitch' (one NVLink domain per node), 'nvlink-mesh' (DGX-1 hybrid cube-mesh),
     'nvl72' (rack-scale domain of `domain_size` GPUs over several trays), 'pcie' (no NVLink).
+    domain_size: required for nvl72; elsewhere the domain is one node, so it may be left out (0: gpus_per_node).
     nic_gbps: line rate used per NIC port (Gb/s). oversubscription: leaf down:up bandwidth ratio.
     su_nodes: nodes per scalable unit (rail-optimised fabrics cable rail k of one SU to leaf k).
     nvswitch_chips: NVSwitch chips per NVLink domain (0 when there is no NVSwitch).
@@ -94,7 +95,8 @@ class ClusterSpec:
     nodes: Annotated[int, Meta(ge=1, le=MAX_GPUS, description="servers, or compute trays for nvl72")]
     gpus_per_node: Annotated[int, Meta(ge=1, le=MAX_PER_NODE, description="GPUs per server or tray")]
     scaleup: Annotated[Scaleup, Meta(description="how GPUs of one NVLink domain connect")]
-    domain_size: Annotated[int, Meta(ge=1, le=MAX_GPUS, description="GPUs per NVLink domain (nvl72: several trays)")]
+    domain_size: Annotated[int, Meta(ge=0, le=MAX_GPUS, description="GPUs per NVLink domain (nvl72: several trays, "
+                                                                  "required); 0 or left out: one node's GPUs")] = 0
     nics_per_node: Annotated[int, Meta(ge=0, le=MAX_PER_NODE, description="scale-out NICs per server or tray")] = 0
     nic: Annotated[str, Meta(description="catalog NIC, e.g. cx7 ('' without NICs)")] = ""
     nic_gbps: Annotated[float, Meta(ge=0, le=MAX_NIC_GBPS, description="line rate used per NIC port, Gb/s")] = 0.0
@@ -142,6 +144,11 @@ class ClusterSpec:
 
     def __post_init__(self) -> None:
         inputs.check_fields(self, "cluster")  # types and ranges, as a file is read; ints given for floats become floats
+        if self.domain_size == 0:  # left out: the NVLink domain is one node, which every scale-up but nvl72 requires
+            if self.scaleup == "nvl72":
+                raise FabricsimError("scaleup 'nvl72' needs domain_size: the GPUs of one NVLink domain (72 for a "
+                                     "GB200 NVL72 rack's 18 trays of 4)")
+            object.__setattr__(self, "domain_size", self.gpus_per_node)
         if self.nvls is None:  # a spec holds the value in force, so a file written from it says which
             object.__setattr__(self, "nvls", nvls_supported(self))
         _check_values(self)
@@ -243,6 +250,9 @@ def _check_values(s: ClusterSpec) -> None:
         )
     if s.scaleup in ("nvswitch", "nvl72") and s.nvswitch_chips == 0:
         raise FabricsimError(f"scaleup '{s.scaleup}' needs nvswitch_chips > 0 (NVSwitch chips per NVLink domain)")
+    if s.nvswitch_chips and s.scaleup not in ("nvswitch", "nvl72"):  # else silently built without them
+        raise FabricsimError(f"nvswitch_chips {s.nvswitch_chips} needs scaleup 'nvswitch' or 'nvl72', but scaleup is "
+                             f"'{s.scaleup}' (no NVSwitch): set nvswitch_chips: 0, or change scaleup")
     if s.pcie_switches_per_node:
         if not s.pcie_switch:
             raise FabricsimError("pcie_switches_per_node > 0 needs pcie_switch (a catalog PCIe switch, e.g. pcie-switch5)")

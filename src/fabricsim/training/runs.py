@@ -8,6 +8,7 @@ A run file is a YAML mapping of the `train` options by name (`tp: 8`, `tp_overla
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -162,6 +163,9 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
     if steps is not None and not jitter:
         raise FabricsimError(f"{option('steps')} counts the jittered steps drawn: give {option('jitter')} too, or drop "
                              f"{option('steps')}")
+    if jitter is not None and not (math.isfinite(jitter) and jitter > 0):
+        raise FabricsimError(f"{option('jitter', jitter)}: the lognormal sigma must be a positive number (e.g. 0.05); "
+                             f"leave {option('jitter')} out for no jitter")
     cluster, faults = _healthy(cluster, faults)
     whatif = None
     if faults or jitter:
@@ -191,7 +195,7 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
         if all(isinstance(r, Refused) for r in runs):
             reasons = list(dict.fromkeys(r.reason for r in runs))
             why = reasons[0] if len(reasons) == 1 else "; ".join(f"{r.n_gpus} GPUs: {r.reason}" for r in runs)
-            if label == "baseline":  # nothing ran: one error naming the problem
+            if label in ("baseline", WHATIF):  # nothing ran, or the faults / jitter asked for ran nowhere: one error
                 raise FabricsimError(why)
             sweep.failed[label] = why
         sweep.runs[label] = runs
@@ -199,13 +203,14 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
         sweep.exposures[label] = explain_wall(runs)
     if progress is not None:
         progress(total, total)
-    sweep.warnings = _warnings(sweep, efficiency) + _resized(cluster, counts)
+    ran = {r.n_gpus for res in sweep.runs.values() for r in res if isinstance(r, StepResult)}
+    sweep.warnings = _warnings(sweep, efficiency) + _resized(cluster, [n for n in counts if n in ran])
     return sweep
 
 
 def _resized(cluster, counts: Sequence[int]) -> list[str]:
-    """Where the sweep sized a cluster file (or spec) to GPU counts other than its own: a preset is sized by design,
-    a file says its node count, so running other counts on a resized copy is said."""
+    """Where the sweep sized a cluster file (or spec) to GPU counts other than its own (`counts`: those that ran): a
+    preset is sized by design, a file says its node count, so running other counts on a resized copy is said."""
     from fabricsim import topology
 
     if isinstance(cluster, str) and cluster in topology.PRESETS:

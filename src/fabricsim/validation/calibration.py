@@ -264,7 +264,7 @@ def case_for(row: dict) -> Case | Skip:
     rid, kind = str(row.get("id", "?")), str(row.get("kind"))
     if kind != "collective":
         what = {"p2p": "a point-to-point microbenchmark (p2pBandwidthLatencyTest / nvbandwidth / perftest): `fabricsim validate --p2p` scores those",
-                "training": "a training-throughput row: `fabricsim train` validates those"}.get(kind, "not a collective row")
+                "training": "a training-throughput row: `fabricsim validate --training` scores those"}.get(kind, "not a collective row")
         return Skip(rid, what)
     field(row, "hardware", "object")
     collective = field(row, "collective", "text")
