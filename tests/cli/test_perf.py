@@ -103,13 +103,14 @@ def test_algo_exclusion_as_nccl_algo_caret(capsys):
 
 
 def test_routing_override_reaches_the_engine(capsys, tmp_path):
-    """--routing adaptive spreads flows over every fat-tree path: never slower than one hashed path each."""
+    """--routing adaptive spreads flows over every fat-tree path: never slower than one hashed path each (32 nodes at
+    2:1: 7 leaves of at most 5 nodes, 4 spines, so hashed flows collide)."""
     import dataclasses
 
     from fabricsim.topology import load_spec, save_cluster
 
     path = tmp_path / "flat.yaml"
-    save_cluster(dataclasses.replace(load_spec("superpod-h100", nodes=16), rail_optimized=False, su_nodes=8,
+    save_cluster(dataclasses.replace(load_spec("superpod-h100", nodes=32), rail_optimized=False, su_nodes=8,
                                      oversubscription=2.0), path)
     args = ("perf", "alltoall", "-c", str(path), "-b", "256M", "-e", "256M", "--level", "analytical", "--format", "json")
     rc1, ecmp, _ = run(capsys, *args)

@@ -41,11 +41,12 @@ def _roce(nodes=64, **kw):
     return replace(base, nics_per_node=4, **kw)
 
 
-@pytest.mark.parametrize("o, down, up", [(1.0, 48, 12), (2.0, 56, 7)])
-def test_roce_200g_nics_on_800g_ports_get_the_bandwidth_ratio_set(o, down, up):
-    # 200G down, 800G up: a 1:1 leaf needs a quarter as many uplinks as down ports (48 + 12 of 64 ports; whole
-    # nodes of 4 NICs per leaf); 2:1 an eighth (56 + 7). Before the fix: 32 + 32 (1:4) and 40 + 20 (1:2).
-    rows = _leaves(build(_roce(oversubscription=o)))
+@pytest.mark.parametrize("o, nodes, down, up", [(1.0, 64, 44, 11), (2.0, 56, 56, 7)])
+def test_roce_200g_nics_on_800g_ports_get_the_bandwidth_ratio_set(o, nodes, down, up):
+    # 200G down, 800G up: a 1:1 leaf needs a quarter as many uplinks as down ports (at most 48 + 12 of 64 ports,
+    # whole nodes of 4 NICs per leaf: 64 nodes need 6 leaves, 11 nodes each, 44 + 11); 2:1 an eighth (56 + 7).
+    # Before the fix: 32 + 32 (1:4) and 40 + 20 (1:2).
+    rows = _leaves(build(_roce(nodes=nodes, oversubscription=o)))
     assert (rows[0, 0], rows[0, 2]) == (down, up)
     assert rows[0, 1] / rows[0, 3] == pytest.approx(o)
     assert (rows[:, 0] + rows[:, 2] <= hardware.get_switch("sn5600").ports).all()
@@ -116,7 +117,16 @@ def test_one_leaf_makes_oversubscription_moot_and_says_so(tmp_path):
     jobs = jobs_from({"cluster": str(path), "jobs": [{"name": "a", "gpus": 16, "collective": "all_reduce",
                                                       "size": "1M"}]}, "jobs")
     assert "oversubscribed" not in header(run_jobs(jobs))
-    many = build(_roce(oversubscription=2.0))
+    many = build(_roce(nodes=56, oversubscription=2.0))  # 4 leaves of 14 nodes: 56 down, 7 up
     assert oversubscription(many) == pytest.approx(2.0)
     assert "2:1 set; leaves 2:1 down:up bandwidth as built" in render(summarize(many))
     assert "oversubscription" not in render(summarize(build(_roce())))  # a non-blocking cluster reads as before
+
+
+def test_nodes_spread_evenly_over_the_fewest_leaves():
+    # 8 DGX H100 nodes, 8 x 400G NICs each, not rail-optimised, 2:1 on 64-port NDR leaves: a leaf takes at most 5
+    # nodes (40 + 20 ports), so two leaves, cabled 4 + 4 (32 down, 16 up each) as a site would, not 5 + 3
+    spec = replace(preset_spec("dgx-h100", nodes=8), rail_optimized=False, levels=2, oversubscription=2.0)
+    rows = _leaves(build(spec))
+    assert rows[:, 0].tolist() == [32, 32] and rows[:, 2].tolist() == [16, 16]
+    assert (rows[:, 1] / rows[:, 3] == 2.0).all()

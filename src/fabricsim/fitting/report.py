@@ -63,4 +63,8 @@ def text(r: FitResult) -> str:
     lines.append(f"median absolute error over the {len(r.rows)} rows fitted: {np.median(before):.1f}% -> "
                  f"{np.median(after):.1f}% (in-sample: `fabricsim validate --logs --calibrate-holdout` scores logs the "
                  "fit did not see)")
+    if np.median(after) > np.median(before):
+        lines.append("  worse on this measure: the fit lowers its cost (the squared log of each row's predicted over measured "
+                     "time, every size alike) while the median busbw error rises, so its values trade large sizes for "
+                     "small ones; check the rows above before using the file, or fit on more logs")
     return "\n".join(line.rstrip() for line in lines) + "\n"

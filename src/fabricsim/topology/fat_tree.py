@@ -9,8 +9,9 @@ Rules (NVIDIA DGX SuperPOD reference architectures NV-H100-RA / NV-B200-RA, docs
   exceeds the radix. Every cable takes one switch port whatever its speed (no breakout: `ports` counts the
   part's logical ports at the full rate, hardware.switches), so a slower NIC fills a port as a full-rate one does.
 - rail-optimised: within a scalable unit (SU), NIC rail k of every node goes to the leaf (group)
-  of rail k (a cluster smaller than one SU is that partial SU); non-rail-optimised: NIC ports fill
-  leaves in node order.
+  of rail k (a cluster smaller than one SU is that partial SU); non-rail-optimised: whole nodes in order,
+  spread evenly over the fewest leaves that hold them (8 nodes on two leaves are cabled 4 + 4, not 5 + 3, as the
+  rail-optimised SU spreads its nodes), each leaf's uplinks sized for its down ports.
 - 1 level if every NIC fits one switch. 2 levels: S spines, S the smallest divisor of U with
   S * P >= L * U, each leaf joined to every spine by U / S links (reproduces NV-H100-RA and
   NV-B200-RA leaf/spine counts: 1 SU 8/4, 3 SU 24/16, 4 SU 32/16, 8 SU 64/32).
@@ -110,7 +111,9 @@ def plan_fat_tree(spec, leaf_ports: int, spine_ports: int, down_up: float = 1.0)
         leaf_local = np.tile(np.arange(per_su, dtype=np.int32), n_su)
         group = per_su  # leaves that must stay in one pod (an SU)
     else:
-        down = (d_max // R) * R if R <= d_max else d_max
+        most = (d_max // R) * R if R <= d_max else d_max  # whole nodes per leaf where a node fits one
+        fewest = math.ceil(E / most)
+        down = math.ceil(N / fewest) * R if R <= d_max else math.ceil(E / fewest)  # even over the fewest leaves
         nic_leaf = np.arange(E, dtype=np.int64) // down
         n_leaf = math.ceil(E / down)
         first_node = np.arange(n_leaf, dtype=np.int64) * down // R
