@@ -40,8 +40,9 @@ t = time.perf_counter()
 row = predict(topo, np.arange(topo.n_gpus), "all_reduce", [1 << 30], algos={algos})[0].row
 print(time.perf_counter() - t, row.algo, row.proto, row.busbw)
 """
-# The CLI as a checkout runs it (the baseline commit has no `python -m fabricsim`), for current and baseline alike.
-ENTRY = "import sys; from fabricsim.cli.main import main; sys.exit(main())"
+# The CLI as each checkout's console script runs it (`run`; the baseline commit's script called `main`, and it has
+# no `python -m fabricsim`).
+ENTRY = "import sys, fabricsim.cli.main as m; sys.exit(m.run() if hasattr(m, 'run') else m.main())"
 
 
 def _fabricsim() -> list[str]:
