@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else EXIT_OK
 
 
-_DEFERRED = []  # [True] while a fresh process (`run`) holds the cyclic collector back until its command is loaded
+_DEFERRED: list[bool] = []  # [True] while a fresh process (`run`) holds the cyclic collector back until its command is loaded
 
 
 def _loaded() -> None:
