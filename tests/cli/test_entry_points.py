@@ -123,6 +123,32 @@ def test_perf_loads_only_what_it_needs():
     assert not unwanted
 
 
+def test_the_console_script_collects_once_its_command_is_loaded():
+    """`run` (the console script) holds the cyclic collector back while the command's modules load, then freezes what
+    they left and turns it on: the command itself runs collected; `main` called from Python leaves the collector
+    alone."""
+    code = ("import contextlib, gc, io, json, sys\n"
+            "import fabricsim.cli.perf as perf\n"
+            "seen = []\n"
+            "table = perf._table\n"
+            "perf._table = lambda *a, **k: seen.append([gc.isenabled(), gc.get_freeze_count()]) or table(*a, **k)\n"
+            "from fabricsim.cli.main import main, run\n"
+            "args = ['perf', 'all_reduce', '-c', 'dgx-h100', '-b', '1M', '-e', '1M']\n"
+            "sys.argv = ['fabricsim', *args]\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(args)\n"
+            "    try:\n"
+            "        run()\n"
+            "    except SystemExit as done:\n"
+            "        status = done.code\n"
+            "print(json.dumps([status, seen, gc.isenabled()]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    status, ((on_main, frozen_main), (on_run, frozen_run)), enabled = json.loads(done.stdout)
+    assert status == 0 and enabled
+    assert on_main and frozen_main == 0  # main: the caller's collector as it was
+    assert on_run and frozen_run > 10_000  # run: collecting, start-up's objects frozen
+
+
 def test_the_cli_asks_openblas_for_one_thread_unless_the_user_chose(monkeypatch):
     """Before numpy loads, `main` sets OPENBLAS_NUM_THREADS=1 where it is unset; a user's value stands, and once
     numpy is loaded nothing is set (it would come too late)."""

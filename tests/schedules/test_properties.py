@@ -4,7 +4,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabricsim.schedules import ALGORITHMS, Structure, applicable, build_schedule, execute, reference, rank_traffic
+from fabricsim.schedules import (ALGORITHMS, Structure, applicable, build_schedule, built_channels, execute, rank_traffic,
+                                 reference)
 from fabricsim.schedules.layout import REDUCING
 
 from .conftest import assert_same, make_inputs
@@ -42,3 +43,14 @@ def test_bytes_are_conserved(problem, nbytes):
     t = rank_traffic(sched, nbytes * 4, 4)
     assert np.isclose(t["sent"].sum(), t["received"].sum())
     assert (t["sent"] >= 0).all() and t["steps"] == sched.n_steps
+
+
+@settings(max_examples=80, deadline=None)
+@given(problems(), st.integers(1, 9))
+def test_built_channels_are_the_schedules_own(problem, channels):
+    """Where `built_channels` knows a schedule's channels before it is built (the tuner bounds a candidate by them
+    and builds it only when the bound does not rule it out), they are the built schedule's."""
+    coll, algo, s, root, _, _ = problem
+    known = built_channels(algo, channels)
+    if known is not None:
+        assert build_schedule(coll, algo, s.nranks, structure=s, root=root, channels=channels).channels == known

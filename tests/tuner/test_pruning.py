@@ -42,3 +42,27 @@ def test_a_1_gib_all_reduce_on_a_superpod_times_nvlstree_alone():
     full, fast = best(topo, "all_reduce", 1 << 30, prune=False), best(topo, "all_reduce", 1 << 30)
     assert (fast.algorithm, fast.protocol, fast.result.time) == (full.algorithm, full.protocol, full.result.time)
     assert len(full.table) == 7 and [a for a, _, _ in fast.table] == ["nvls_tree"]  # ring's steps, tree's cap: slower
+
+
+def test_a_candidate_the_time_found_rules_out_is_bounded_without_its_schedule():
+    """A ring's or tree's first bound reads its channels alone (engine.bound.least_time_planned gives least_time's
+    figure), so the tuner builds the schedule of a candidate it does not time only where it needs the steps."""
+    from fabricsim.engine.bound import least_time_planned
+    from fabricsim.schedules import registry
+
+    topo = load_cluster("superpod-h100", gpus=1024)
+    ranks = np.arange(topo.n_gpus, dtype=np.int32)
+    for algo in ("ring", "tree"):
+        for proto in ("ll", "ll128", "simple"):
+            job = plan_call(topo, "all_reduce", algo, proto, 1 << 30, ranks)
+            assert least_time_planned(topo, "all_reduce", algo, ranks, 1 << 30, proto, job.channels, job.comm,
+                                      job.net_peer_bw) == least_time(topo, job)
+    registry._build.cache_clear()
+    built = []
+    build = registry._build
+    try:
+        registry._build = lambda *a, **k: built.append(a[1]) or build(*a, **k)
+        fast = best(topo, "all_reduce", 1 << 30)
+    finally:
+        registry._build = build
+    assert fast.algorithm == "nvls_tree" and "tree" not in built  # the tree's bandwidth bound rules it out

@@ -7,6 +7,7 @@ or a usage error, printed as one line on stderr), 130 interrupted. A reader that
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -33,7 +34,9 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.lazy:
             module, _, attr = self.lazy[cmd_name].partition(":")
-            return getattr(importlib.import_module(module), attr)
+            command = getattr(importlib.import_module(module), attr)
+            _loaded()
+            return command
         return super().get_command(ctx, cmd_name)
 
 
@@ -85,9 +88,30 @@ def main(argv: list[str] | None = None) -> int:
     return rv if isinstance(rv, int) else EXIT_OK
 
 
+_DEFERRED: list[bool] = []  # [True] while a fresh process (`run`) holds the cyclic collector back until its command is loaded
+
+
+def _loaded() -> None:
+    """The command's modules are loaded: in a fresh process (`run`), move everything allocated so far, which lives as
+    long as the process, out of the cyclic collector's reach (gc.freeze) and let it run. Collecting during the
+    imports finds no garbage (modules, classes and functions stay), and without the freeze every later collection
+    of the run would walk the tens of thousands of objects they left (about 5% of a `perf` run's instructions)."""
+    if _DEFERRED:
+        _DEFERRED.clear()
+        gc.freeze()
+        gc.enable()
+
+
 def run() -> None:
-    """The console script: exit with `main()`'s status."""
-    sys.exit(main())
+    """The console script: exit with `main()`'s status (the collector starts once the command is loaded)."""
+    if gc.isenabled():
+        gc.disable()
+        _DEFERRED.append(True)
+    try:
+        status = main()
+    finally:
+        _loaded()
+    sys.exit(status)
 
 
 if __name__ == "__main__":

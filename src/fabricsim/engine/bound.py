@@ -12,11 +12,15 @@ model first).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from fabricsim.engine import unit_cache
-from fabricsim.engine.call import Call, Job, job_call
+from fabricsim.engine.call import Call, Job, check_comm, job_call, traffic_call
+from fabricsim.engine.chunking import CommPlan
 from fabricsim.engine.plan import algbw_cap, call_chunks, call_model
+from fabricsim.engine.protocols import ProtocolModel
 from fabricsim.schedules.traffic import step_facts
 from fabricsim.topology.model import Topology
 
@@ -30,13 +34,30 @@ def least_time(topo: Topology, job: Job, *, steps: bool = False) -> float:
     message, which the unit cache keeps and then times, has flows and no pipeline windows)."""
     call = job_call(topo, job)
     model = call_model(topo, call)
-    least = model.base_latency + call.nbytes / algbw_cap(model, call.channels, call_chunks(call, model))
+    least = _least(call, model)
     if not steps or not unit_cache.by_unit(call):
         return least
     hop = float(np.min(model.step_hop_latency))
     paid = sum(repeat for repeat, moves, windowed in _unit_steps(topo, call)
                if moves and (call.algorithm == "ring" or not windowed or repeat <= 1))
     return (least + paid * hop) * (1 - ROUNDING_MARGIN) if paid * hop > 0 else least
+
+
+def least_time_planned(topo: Topology, collective: str, algorithm: str, ranks: np.ndarray, nbytes: int, protocol: str,
+                       channels: int, comm: CommPlan | None = None, net_peer_bw: float | None = None) -> float:
+    """`least_time(topo, job)` (no steps) of a call of `algorithm` on `ranks` whose schedule is not built yet: the
+    bound reads the schedule for nothing but its collective, algorithm and ranks (one copy, no rotation), so any
+    schedule of the call with these `channels` gives this bound."""
+    call = traffic_call(topo, collective=collective, algorithm=algorithm, nranks=len(ranks), nbytes=nbytes, copies=1,
+                        ranks=ranks, protocol=protocol, channels=channels, connections=1, net_peer_bw=net_peer_bw,
+                        rotations=1)
+    call = replace(call, comm=check_comm(comm))
+    return _least(call, call_model(topo, call))
+
+
+def _least(call: Call, model: ProtocolModel) -> float:
+    """NCCL's base latency + the message over NCCL's per-channel cap, as engine.assemble adds them up."""
+    return model.base_latency + call.nbytes / algbw_cap(model, call.channels, call_chunks(call, model))
 
 
 def _unit_steps(topo: Topology, call: Call) -> list[tuple[int, bool, bool]]:

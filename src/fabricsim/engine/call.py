@@ -109,7 +109,7 @@ def _check_peer_cap(net_peer_bw) -> float | None:
     return None if net_peer_bw is None else float(net_peer_bw)
 
 
-def _check_comm(comm) -> CommPlan | None:
+def check_comm(comm) -> CommPlan | None:
     if comm is not None and not isinstance(comm, CommPlan):
         raise FabricsimError(f"comm={comm!r} must be an engine.chunking.CommPlan (or None: NCCL's defaults)")
     if comm is not None and min(comm.channels, comm.nvls_channels, comm.nvls_heads, comm.simple_buffsize) < 1:
@@ -137,7 +137,7 @@ def job_call(topo: Topology, job: Job) -> Call:
     pieces = math.prod(cm.split) if cm is not None else int(sched.nchunks)
     return Call(sched.collective, sched.algorithm, sched.nranks, sched.copies, sched.rotations, check_nbytes(job.nbytes),
                 int(job.elem_size), check_ranks(topo, sched.nranks, job.ranks), _check_protocol(job.protocol), channels,
-                channels // max(sched.channels, 1), _check_peer_cap(job.net_peer_bw), sched, pieces, _check_comm(job.comm))
+                channels // max(sched.channels, 1), _check_peer_cap(job.net_peer_bw), sched, pieces, check_comm(job.comm))
 
 
 def traffic_call(topo: Topology, *, collective: str, algorithm: str, nranks: int, nbytes, copies: int, ranks,

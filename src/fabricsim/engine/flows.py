@@ -205,7 +205,8 @@ def nvls_flows(topo: Topology, ops: InNetworkTraffic, gpu_ranks: np.ndarray, rul
     ranks, is_up, nbytes = gpu_ranks[ops.ends], ops.is_input, ops.nbytes[ops.owner]
     links = _nvls_links(topo, ranks, is_up)
     order = np.lexsort((nbytes, links))
-    same = np.concatenate([[False], (links[order][1:] == links[order][:-1]) & (nbytes[order][1:] == nbytes[order][:-1])])
+    sorted_links, sorted_bytes = links[order], nbytes[order]
+    same = np.concatenate([[False], (sorted_links[1:] == sorted_links[:-1]) & (sorted_bytes[1:] == sorted_bytes[:-1])])
     start = np.flatnonzero(~same)
     one = order[start]
     flows = _switch_flows(links[one], ranks[one], is_up[one], nbytes[one], 2 * float(topo.link_latency[links].max()),

@@ -49,9 +49,12 @@ class _Incidence:
         # thousand links crossed), the same order as sorting the link numbers themselves
         by_link = np.argsort(edge_lk.astype(np.uint16) if links.shape[0] <= 1 << 16 else edge_lk, kind="stable")
         share = None if edge_share is None or (edge_share == 1).all() else np.asarray(edge_share, dtype=np.float64)
+        # edges come flow by flow from the planner (a flow's paths, then the next flow's): then the stable sort by
+        # flow is the edges' own order, found without sorting
+        in_order = edge_flow.shape[0] < 2 or bool((edge_flow[1:] >= edge_flow[:-1]).all())
+        by_flow = np.arange(edge_flow.shape[0]) if in_order else np.argsort(edge_flow, kind="stable")
         return _Incidence(edge_flow, edge_lk, share, capacity[links].astype(np.float64), by_link,
-                          _ptr(edge_lk, links.shape[0]),
-                          np.argsort(edge_flow, kind="stable"), _ptr(edge_flow, n_flows))
+                          _ptr(edge_lk, links.shape[0]), by_flow, _ptr(edge_flow, n_flows))
 
 
 def _ptr(keys: np.ndarray, n: int) -> np.ndarray:

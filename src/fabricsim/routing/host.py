@@ -55,13 +55,20 @@ def lowest_common(topo: Topology, tb: Tables, a: np.ndarray, b: np.ndarray):
     return found, i, j, lca, up_a, up_b
 
 
+def swapped(common: tuple) -> tuple:
+    """`lowest_common(b, a)` from `lowest_common(a, b)`: in a tree the lowest common ancestor is the first of
+    either end's ancestors the other end shares, so the two ends' hop counts and up-links trade places."""
+    found, i, j, lca, up_a, up_b = common
+    return found, j, i, lca, up_b, up_a
+
+
 def host_paths(
-    topo: Topology, tb: Tables, a: np.ndarray, b: np.ndarray, via_cpu: np.ndarray
+    topo: Topology, tb: Tables, a: np.ndarray, b: np.ndarray, via_cpu: np.ndarray, common: tuple | None = None
 ) -> np.ndarray:
     """Links from device a to device b inside their host(s), as a padded (P, 2D+1) matrix.
 
     via_cpu[k] forces row k through the CPU (host memory); rows whose ends hang below different CPUs
-    always go through both CPUs and the CPU <-> CPU link.
+    always go through both CPUs and the CPU <-> CPU link. `common`: `lowest_common(a, b)`, when the caller has it.
     """
     a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
     d = tb.max_depth
@@ -69,7 +76,7 @@ def host_paths(
         return np.full((0, 2 * d + 1), -1, dtype=np.int32)
     _check_in_host(topo, tb, a)
     _check_in_host(topo, tb, b)
-    found, i, j, _, up_a, up_b = lowest_common(topo, tb, a, b)
+    found, i, j, _, up_a, up_b = lowest_common(topo, tb, a, b) if common is None else common
     direct = found & ~np.asarray(via_cpu, dtype=bool)
     i = np.where(direct, i, tb.depth[a])
     j = np.where(direct, j, tb.depth[b])

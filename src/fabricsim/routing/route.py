@@ -17,7 +17,7 @@ import numpy as np
 from fabricsim.errors import FabricsimError
 from fabricsim.routing.failover import nic_legs
 from fabricsim.routing.scaleout import fabric_paths
-from fabricsim.routing.host import host_paths, lowest_common
+from fabricsim.routing.host import host_paths, lowest_common, swapped
 from fabricsim.routing.model import PathKind, Routes
 from fabricsim.routing.nvlink import nvlink_paths
 from fabricsim.routing.tables import Tables, nics_per_gpu, tables
@@ -95,14 +95,16 @@ def _p2p_allowed(topo: Topology) -> bool:
     return bool(getattr(topo.spec, "p2p", True))
 
 
-def _gdr(topo: Topology, tb: Tables, ranks: np.ndarray, nics: np.ndarray | None = None) -> np.ndarray:
+def _gdr(topo: Topology, tb: Tables, ranks: np.ndarray, nics: np.ndarray | None = None,
+         common: tuple | None = None) -> np.ndarray:
     """GPUDirect RDMA between each GPU and its own NIC (or the NIC `nics` names for it), as NCCL's
     ncclTopoCheckGdr decides it: on when enabled and the GPU-NIC path stays below a PCIe switch (PIX/PXB), or
-    enters the CPU over NVLink-C2C (P2C, Grace); a path through the CPU root complex stages in host memory."""
+    enters the CPU over NVLink-C2C (P2C, Grace); a path through the CPU root complex stages in host memory.
+    `common`: `lowest_common` of the GPUs' devices and the NICs, when the caller has it."""
     if not topo.features.get("gpudirect", True):
         return np.zeros(ranks.size, dtype=bool)
     gpu, nic = topo.gpu_device[ranks], topo.gpu_nic[ranks] if nics is None else nics
-    found, i, _, lca, _, _ = lowest_common(topo, tb, gpu, nic)
+    found, i, _, lca, _, _ = lowest_common(topo, tb, gpu, nic) if common is None else common
     at_cpu = topo.dev_kind[np.maximum(lca, 0)] == DeviceKind.CPU
     first_hop = tb.parent_link[gpu]
     c2c = (i == 1) & (first_hop >= 0) & tb.c2c_tech[topo.link_tech[np.maximum(first_hop, 0)]]
@@ -182,12 +184,14 @@ def _own_port(topo: Topology, ranks: np.ndarray, nics: np.ndarray, k: int) -> np
 
 def _host_part(topo: Topology, tb: Tables, gpus: np.ndarray, nics: np.ndarray, outward: bool):
     """(links between each GPU and its NIC inside the host (GPU to NIC when `outward`), GPUDirect per row), found
-    once per distinct (GPU, NIC)."""
+    once per distinct (GPU, NIC), whose lowest common ancestor both read."""
     keys, of_key = np.unique(gpus.astype(np.int64) * topo.n_devices + nics, return_inverse=True)
     g, n = keys // topo.n_devices, keys % topo.n_devices
-    gdr = _gdr(topo, tb, g, n)
     dev = topo.gpu_device[g]
-    part = host_paths(topo, tb, dev, n, ~gdr) if outward else host_paths(topo, tb, n, dev, ~gdr)
+    common = lowest_common(topo, tb, dev, n) if dev.size else None
+    gdr = _gdr(topo, tb, g, n, common)
+    part = (host_paths(topo, tb, dev, n, ~gdr, common) if outward else
+            host_paths(topo, tb, n, dev, ~gdr, None if common is None else swapped(common)))
     of_key = of_key.ravel()
     return part[of_key], gdr[of_key]
 
@@ -195,14 +199,15 @@ def _host_part(topo: Topology, tb: Tables, gpus: np.ndarray, nics: np.ndarray, o
 def _assemble(topo: Topology, blocks: list[tuple], n_pairs: int) -> Routes:
     """Compact padded link matrices into the CSR Routes, paths ordered by pair (stable)."""
     pairs, weights, kinds, lengths, flats, lats = [], [], [], [], [], []
+    latency = np.append(topo.link_latency, 0.0)  # the padding's -1 reads the 0.0 at the end
     for pair, weight, kind, mat in blocks:
         valid = mat >= 0
         pairs.append(pair)
         weights.append(weight)
         kinds.append(kind)
-        lengths.append(valid.sum(axis=1))
+        lengths.append(np.count_nonzero(valid, axis=1))
         flats.append(mat[valid])
-        lats.append(np.where(valid, topo.link_latency[np.maximum(mat, 0)], 0.0).sum(axis=1))
+        lats.append(latency[mat].sum(axis=1))
     pair = np.concatenate(pairs).astype(np.int64)
     length = np.concatenate(lengths).astype(np.int64)
     flat = np.concatenate(flats).astype(np.int32)

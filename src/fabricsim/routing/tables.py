@@ -98,10 +98,20 @@ def gpu_ports(topo: Topology) -> tuple[np.ndarray, np.ndarray]:
     return np.repeat(ranks, k), (np.repeat(nic[ranks].astype(np.int64), k) + np.tile(np.arange(k), ranks.size))
 
 
+def _first_index(group: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the groups 0..size-1 present, ascending; the index of each one's first member): np.unique's
+    `return_index` without sorting (groups are small integers)."""
+    n = group.shape[0]
+    first = np.full(size, n, dtype=np.int64)
+    np.minimum.at(first, group, np.arange(n))
+    present = np.flatnonzero(first < n)
+    return present, first[present]
+
+
 def _first_per(group: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
     """`out[g]` = the first value (in array order) whose group is g; -1 where none."""
     out = np.full(size, -1, dtype=np.int32)
-    g, first = np.unique(group, return_index=True)
+    g, first = _first_index(group, size)
     out[g] = values[first]
     return out
 
@@ -204,7 +214,7 @@ def _host_tree(topo: Topology, src: np.ndarray, dst: np.ndarray, links: np.ndarr
         step = (depth[e_dst] == level) & (depth[e_src] < 0)
         if not step.any():
             break
-        child, first = np.unique(e_src[step], return_index=True)
+        child, first = _first_index(e_src[step], n_dev)
         chosen = e_link[step][first]
         parent_link[child] = chosen
         depth[child] = level + 1

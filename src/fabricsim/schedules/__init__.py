@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabricsim.schedules.layout import COLLECTIVES
 from fabricsim.schedules.model import ChunkMap, InNetworkOp, Op, Schedule, Step, StepTraffic
-from fabricsim.schedules.registry import ALGORITHMS, applicable, build_schedule, check
+from fabricsim.schedules.registry import ALGORITHMS, applicable, build_schedule, built_channels, check
 from fabricsim.schedules.structure import Structure, structure_from_topology
 from fabricsim.schedules.traffic import rank_traffic, traffic
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALGORITHMS", "COLLECTIVES", "REDUCTIONS", "ChunkMap", "InNetworkOp", "Op", "Schedule", "Step", "StepTraffic",
-    "Structure", "applicable", "build_schedule", "check", "execute", "rank_traffic", "reference",
+    "Structure", "applicable", "build_schedule", "built_channels", "check", "execute", "rank_traffic", "reference",
     "structure_from_topology", "traffic",
 ]
 

@@ -117,6 +117,17 @@ def build_schedule(
     return _build(collective, algorithm, nranks, structure, root, channels, pipeline, rings, int(heads), tree_heads)
 
 
+def built_channels(algorithm: str, channels: int) -> int | None:
+    """The channels of the schedule `build_schedule` makes for `algorithm` with `channels`, where it follows them
+    (ring, with the chains of broadcast and reduce: `channels`; tree: rounded up to even), so a caller knows them
+    before building it; None where the builder fixes its own (NVLSTree: 2 per local rank) or takes none."""
+    if algorithm == "ring":
+        return channels
+    if algorithm == "tree":
+        return channels + channels % 2
+    return None
+
+
 @lru_cache(maxsize=256)
 def _build(collective: str, algorithm: str, nranks: int, structure: Structure | None, root: int, channels: int,
            pipeline: int, rings: tuple[tuple[int, ...], ...], heads: int = 0,

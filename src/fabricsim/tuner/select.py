@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
 from fabricsim import schedules
 from fabricsim.engine import Job, simulate
-from fabricsim.engine.bound import least_time
-from fabricsim.engine.chunking import ChunkEnv
+from fabricsim.engine.bound import least_time, least_time_planned
+from fabricsim.engine.chunking import ChunkEnv, CommPlan
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError, option
 from fabricsim.topology.model import Topology
@@ -146,21 +147,38 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     if not pairs:
         raise FabricsimError(f"no algorithm applies to {collective} on these {len(ranks)} ranks of {topo.name}: "
                              "use more ranks or another collective")
-    jobs: dict[str, Job] = {}  # one schedule, channel plan and network cap per algorithm, for all its protocols
+    # one channel plan, communicator and network cap per algorithm, for all its protocols; its schedule is built
+    # when a candidate of it is first bounded by its steps or timed (a ring's or tree's runs on the channels planned,
+    # which is all the first bound reads: one the time found rules out is never built)
+    parts: dict[str, _CallParts] = {}
+    jobs: dict[str, Job] = {}
+
+    def job_of(algo: str, proto: str) -> Job:
+        if algo not in jobs:
+            jobs[algo] = _job(collective, algo, proto, nbytes, ranks, elem_size, root, structure, parts[algo])
+        return replace(jobs[algo], protocol=proto)
+
     guess = _nccl_guess(topo, collective, nbytes, ranks, nccl_version) if prune else {}
     queue = []
     for i, (algo, proto) in enumerate(pairs):
-        if algo not in jobs:
-            jobs[algo] = plan_call(topo, collective, algo, proto, nbytes, ranks, elem_size=elem_size, root=root,
-                                   nccl_version=nccl_version, structure=structure, chunk_env=chunk_env)
-        job = replace(jobs[algo], protocol=proto)
-        bound = least_time(topo, job) if prune else 0.0
-        queue.append((guess.get((NCCL_ALGO_NAMES.get(algo, ""), NCCL_PROTO_NAMES[proto]), math.inf), bound, i, job))
+        if algo not in parts:
+            parts[algo] = _call_parts(topo, collective, algo, ranks, structure, nccl_version, chunk_env)
+        bound = 0.0
+        if prune:
+            channels = _built_channels(algo, parts[algo])
+            bound = (least_time(topo, job_of(algo, proto)) if channels is None else
+                     least_time_planned(topo, collective, algo, ranks, nbytes, proto, channels, parts[algo].comm,
+                                        parts[algo].net_peer_bw))
+        queue.append((guess.get((NCCL_ALGO_NAMES.get(algo, ""), NCCL_PROTO_NAMES[proto]), math.inf), bound, i,
+                      algo, proto))
     queue.sort(key=lambda q: q[:3])  # NCCL's model's favourite first: the likely pick, whose time rules out the rest
     timed: list[tuple[float, int, Result, Job]] = []
-    for _, bound, i, job in queue:
-        if prune and timed and (bound > timed[0][0] or least_time(topo, job, steps=True) > timed[0][0]):
+    for _, bound, i, algo, proto in queue:
+        if prune and timed and bound > timed[0][0]:
             continue  # slower than a time found, whatever the engine finds
+        job = job_of(algo, proto)
+        if prune and timed and least_time(topo, job, steps=True) > timed[0][0]:
+            continue
         res = simulate(topo, job.schedule, nbytes, elem_size=elem_size, protocol=job.protocol, level=level,
                        ranks=job.ranks, channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
         timed.append((res.time, i, res, job))
@@ -194,6 +212,24 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
     the ranks' own, when the caller has it; `chunk_env`: the buffer and chunk sizes the run's environment set)."""
     ranks = np.asarray(ranks, dtype=np.int32)
     structure = schedules.structure_from_topology(topo, ranks) if structure is None else structure
+    return _job(collective, algo, proto, nbytes, ranks, elem_size, root, structure,
+                _call_parts(topo, collective, algo, ranks, structure, nccl_version, chunk_env))
+
+
+class _CallParts(NamedTuple):
+    """What one call of an algorithm runs on besides its schedule (plan_call's parts)."""
+
+    sched_channels: int  # channels the schedule is built with
+    channels: int  # channels the engine runs, before the schedule's own count rounds them up
+    rings: tuple[tuple[int, ...], ...]  # ring: each channel's order of a node's local ranks
+    tree_heads: tuple[int, ...]  # tree: the local rank heading each channel
+    heads: int  # NVLSTree: NCCL's NVLS heads (<= 32 per domain)
+    comm: CommPlan  # NCCL's communicator: channels, NVLS heads, chunk sizes (the run's environment applied)
+    net_peer_bw: float | None  # bytes/s cap per point-to-point transfer across the network
+
+
+def _call_parts(topo: Topology, collective: str, algo: str, ranks: np.ndarray, structure: schedules.Structure,
+                nccl_version, chunk_env: ChunkEnv | None) -> _CallParts:
     sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure, nccl_version)
     rings = node_rings(topo, ranks) if algo == "ring" else ()
     tree_heads_ = tree_heads(topo, ranks, structure) if algo == "tree" else ()
@@ -201,14 +237,28 @@ def plan_call(topo: Topology, collective: str, algo: str, proto: str, nbytes: in
     comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
     if chunk_env is not None:
         comm = chunk_env.apply(comm)
-    heads = comm.nvls_heads if algo == "nvls_tree" else 0  # NCCL's NVLS heads (<= 32 per domain)
-    schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
-                                        channels=sched_channels, rings=rings, heads=heads, tree_heads=tree_heads_)
-    channels += (-channels) % schedule.channels  # some schedules fix their own channels (NVLSTree: 2 per local rank)
     net_peer_bw = None
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
         net_peer_bw = p2p_channels_per_net_peer(system) * P2P_PER_CHANNEL_NET_BW
-    return Job(schedule, nbytes, ranks, elem_size, proto, channels, net_peer_bw, comm)
+    return _CallParts(sched_channels, channels, rings, tree_heads_, comm.nvls_heads if algo == "nvls_tree" else 0, comm,
+                      net_peer_bw)
+
+
+def _job(collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, elem_size: int, root: int,
+         structure: schedules.Structure, parts: _CallParts) -> Job:
+    """The engine job of a call planned as `parts`: its schedule built, the channels a multiple of the schedule's."""
+    schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
+                                        channels=parts.sched_channels, rings=parts.rings, heads=parts.heads,
+                                        tree_heads=parts.tree_heads)
+    channels = parts.channels + (-parts.channels) % schedule.channels  # some schedules fix their own (NVLSTree: 2 per local rank)
+    return Job(schedule, nbytes, ranks, elem_size, proto, channels, parts.net_peer_bw, parts.comm)
+
+
+def _built_channels(algo: str, parts: _CallParts) -> int | None:
+    """The channels `_job` gives a call planned as `parts`, known before its schedule is built where the schedule
+    runs on the channels it is built with (schedules.built_channels: ring, tree); None elsewhere."""
+    own = schedules.built_channels(algo, parts.sched_channels)
+    return None if own is None else parts.channels + (-parts.channels) % own
 
 
 NCCL_VERSION = nccl_versions.NEWEST[:2]  # the release fabricsim's NCCL constants are read from (v2.30.7)
