@@ -50,10 +50,10 @@ def write(tmp_path, name: str, text: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("line, shown", [("null: 1", "null"), ("2.5: 1", "2.5")])
-def test_model_keys_that_are_not_text(tmp_path, line, shown):
+@pytest.mark.parametrize("line, shown, run", [("null: 1", "null", process), ("2.5: 1", "2.5", fabricsim)])
+def test_model_keys_that_are_not_text(tmp_path, line, shown, run):
     path = write(tmp_path, "m.yaml", MODEL + line + "\n")
-    msg = one_error(process("train", "--model", path, "--cluster", "dgx-h100", "--gpus", "8"))
+    msg = one_error(run("train", "--model", path, "--cluster", "dgx-h100", "--gpus", "8"))
     assert msg.startswith(f"{path}: key {shown} is not a field name: keys are text")
 
 

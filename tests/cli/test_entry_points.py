@@ -1,8 +1,12 @@
 """The real entry points, `fabricsim` (the console script) and `python -m fabricsim`, in a subprocess: exit status
-(0 ok, 1 a failed check, 2 bad input), one-line errors on stderr, notes on stderr, and a lean start-up."""
+(0 ok, 1 a failed check, 2 bad input), one-line errors on stderr, notes on stderr, and a lean start-up. Each
+behaviour runs at least once through a real entry point; its other cases call the console script's `main()` in
+this process (`run` with entry "main": the same status, stdout and stderr, without a second of start-up each)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -14,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from fabricsim import __version__
+from fabricsim.cli.main import main
 
 pytestmark = pytest.mark.costly  # seconds of work in one file: collected first (tests/conftest.py)
 
@@ -32,15 +37,27 @@ ENTRY_POINTS = {"script": [console_script()], "module": [sys.executable, "-m", "
 
 
 def run(entry: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`fabricsim args` through an entry point: "script" or "module" in a subprocess, "main" in this process."""
+    if entry == "main":
+        return in_process(list(args), env or {})
     return subprocess.run([*ENTRY_POINTS[entry], *args], capture_output=True, text=True, timeout=120,
                           env={**os.environ, **(env or {})})
 
 
-@pytest.mark.parametrize("entry", ENTRY_POINTS)
-def test_version(entry):
-    for flag in ("--version", "-V"):
-        done = run(entry, flag)
-        assert (done.returncode, done.stdout, done.stderr) == (0, f"fabricsim, version {__version__}\n", "")
+def in_process(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    """`main(args)` with `env` set and stdout / stderr captured, as a finished process."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        for name, value in env.items():
+            mp.setenv(name, value)
+        status = main(args)
+    return subprocess.CompletedProcess(["fabricsim", *args], status, out.getvalue(), err.getvalue())
+
+
+@pytest.mark.parametrize("entry, flag", [("script", "--version"), ("module", "--version"), ("main", "-V")])
+def test_version(entry, flag):
+    done = run(entry, flag)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"fabricsim, version {__version__}\n", "")
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
@@ -54,17 +71,17 @@ def test_a_broken_schedule_fails_verify_with_exit_1(entry, tmp_path):
     args = ("verify", "--ranks", "4", "--collective", "all_reduce", "--algo", "ring")
     broken = run(entry, *args, env={"PYTHONPATH": str(tmp_path)})
     assert broken.returncode == 1 and "FAIL" in broken.stdout and broken.stdout.endswith("1 failed\n")
-    healthy = run(entry, *args)
+    healthy = run("main", *args)
     assert healthy.returncode == 0 and healthy.stdout.endswith("all passed\n")
 
 
 @pytest.mark.parametrize("entry, args, needle", [
     ("script", ("perf", "all_reduce", "-c", "no-such-cluster"), "error: unknown cluster 'no-such-cluster'"),
-    ("module", ("perf", "all_reduce", "-c", "dgx-h100", "--cost-model", "nccl", "--level", "analytical"),
+    ("main", ("perf", "all_reduce", "-c", "dgx-h100", "--cost-model", "nccl", "--level", "analytical"),
      "drop --level"),
-    ("script", ("validate", "--training", "--p2p"), "give one of them"),
-    ("module", ("perf",), "error: Missing argument 'COLLECTIVE'. Choose from: all_reduce,"),
-    ("script", ("perf", "all_reduce", "-c", "dgx-h100", "--bogus"), "error: No such option '--bogus'"),
+    ("main", ("validate", "--training", "--p2p"), "give one of them"),
+    ("main", ("perf",), "error: Missing argument 'COLLECTIVE'. Choose from: all_reduce,"),
+    ("main", ("perf", "all_reduce", "-c", "dgx-h100", "--bogus"), "error: No such option '--bogus'"),
     ("module", ("no-such-command",), "error: No such command 'no-such-command'."),
 ])
 def test_bad_input_is_one_line_on_stderr_and_exit_2(entry, args, needle):
@@ -74,13 +91,13 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(entry, args, needle):
 
 
 def test_usage_error_points_at_the_help():
-    done = run("script", "perf", "all_reduce", "-c", "dgx-h100", "-f", "x")
+    done = run("main", "perf", "all_reduce", "-c", "dgx-h100", "-f", "x")
     assert done.stderr == ("error: Invalid value for '-f' / '--stepfactor': 'x' is not a valid float. "
                            "(see 'fabricsim perf --help')\n")
 
 
 def test_deprecated_model_option_still_works_with_a_note_on_stderr():
-    done = run("module", "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G", "--model", "nccl",
+    done = run("main", "perf", "all_reduce", "-c", "dgx-h100", "-b", "1G", "-e", "1G", "--model", "nccl",
                "--format", "json")
     assert done.returncode == 0
     assert json.loads(done.stdout)["cost_model"] == "nccl"
@@ -166,14 +183,14 @@ def test_the_cli_asks_openblas_for_one_thread_unless_the_user_chose(monkeypatch)
 
 
 def test_help_lists_every_command():
-    done = run("script", "--help")
+    done = run("main", "--help")
     assert done.returncode == 0
     for name in ("compare", "perf", "topo", "train", "validate", "verify"):
         assert f"  {name} " in done.stdout
 
 
 def test_validate_without_calibration_data_names_the_variable(tmp_path):
-    done = run("script", "validate", env={"FABRICSIM_CALIBRATION": str(tmp_path / "none.jsonl")})
+    done = run("main", "validate", env={"FABRICSIM_CALIBRATION": str(tmp_path / "none.jsonl")})
     assert done.returncode == 2
     assert done.stderr == (f"error: FABRICSIM_CALIBRATION is {tmp_path / 'none.jsonl'}, which does not exist: point it "
                            "at a measurements.jsonl file, or pass --data PATH\n")

@@ -9,15 +9,23 @@ import jsonschema
 import pytest
 import yaml
 
+from fabricsim.cli.main import main
 from fabricsim.topology import PRESETS, preset_spec, save_cluster
 from fabricsim.training.models import MODELS
 
 
 def schema(kind: str) -> dict:
-    """The schema as the real entry point prints it."""
+    """The schema as the real entry point prints it (a fresh process)."""
     out = subprocess.run([sys.executable, "-m", "fabricsim.cli.main", "schema", kind], capture_output=True, text=True,
                          check=True)
     return json.loads(out.stdout)
+
+
+def schema_in_process(kind: str, capsys) -> dict:
+    """The schema as the console script's `main()` prints it, in this process."""
+    capsys.readouterr()
+    assert main(["schema", kind]) == 0
+    return json.loads(capsys.readouterr().out)
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +50,8 @@ def test_bad_cluster_files_fail_the_schema(cluster_schema, key, value):
         jsonschema.validate(data, cluster_schema)
 
 
-def test_model_schema_accepts_the_builtin_models_and_names_the_fields():
-    doc = schema("model")
+def test_model_schema_accepts_the_builtin_models_and_names_the_fields(capsys):
+    doc = schema_in_process("model", capsys)
     jsonschema.Draft202012Validator.check_schema(doc)
     for model in MODELS.values():
         jsonschema.validate(dataclasses.asdict(model), doc)

@@ -4,12 +4,14 @@ opens it in a real browser.)"""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 import pytest
 
-pytest.importorskip("plotly", reason="the report extra is not installed (pip install 'fabricsim[report]')")
-pytest.importorskip("itables", reason="the report extra is not installed (pip install 'fabricsim[report]')")
+# looked for, not imported, when the file is collected (itables loads pandas): every xdist worker collects every file
+pytestmark = pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("plotly", "itables")),
+                                reason="the report extra is not installed (pip install 'fabricsim[report]')")
 
 from fabricsim.cli.main import main  # noqa: E402
 from fabricsim.reports import html_report  # noqa: E402

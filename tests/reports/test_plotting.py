@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ from fabricsim.cli.main import main
 from fabricsim.reports import compare as report
 from fabricsim.reports.plotting import plain_number, plot_format, save_figure
 
-pytest.importorskip("matplotlib")
+# looked for, not imported, when the file is collected: every xdist worker collects every file, one runs it
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="matplotlib is not installed")
 
 LOG = str(Path(__file__).parent / "fixtures" / "v2_17_all_reduce_10n_mpi.log")
 MAGIC = {".png": b"\x89PNG\r\n\x1a\n", ".pdf": b"%PDF-", ".svg": b"<?xml"}

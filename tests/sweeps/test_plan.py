@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 import textwrap
 
 import jsonschema
@@ -16,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabricsim import sweeps
+from fabricsim.cli.main import main
 from fabricsim.errors import FabricsimError
 from fabricsim.sweeps import kinds
 from fabricsim.topology import preset_spec
@@ -156,10 +155,9 @@ def test_bad_sweep_files_are_one_clear_error(tmp_path, text, message):
     assert message in str(err.value) and str(tmp_path / "sweep.yaml") in str(err.value)
 
 
-def test_the_schema_command_prints_a_schema_sweep_files_validate_against(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "fabricsim.cli.main", "schema", "sweep"], capture_output=True,
-                         text=True, check=True)
-    doc = json.loads(out.stdout)
+def test_the_schema_command_prints_a_schema_sweep_files_validate_against(tmp_path, capsys):
+    assert main(["schema", "sweep"]) == 0  # the console script's main(), in this process
+    doc = json.loads(capsys.readouterr().out)
     jsonschema.Draft202012Validator.check_schema(doc)
     jsonschema.validate(yaml.safe_load(PERF), doc)
     jsonschema.validate({"cluster": "dgx-h100", "train": {"model": "llama3-8b", "search": True, "tp": 2}}, doc)

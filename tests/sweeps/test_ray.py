@@ -3,6 +3,7 @@ worker killed mid-sweep loses and duplicates no point. Kept to two tests: starti
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import sys
@@ -14,13 +15,17 @@ from fabricsim import sweeps
 from fabricsim.sweeps import run
 from tests.sweeps.helpers import cmdline, descendants, write_sweep
 
-ray = pytest.importorskip("ray", reason="the ray extra is not installed (pip install 'fabricsim[ray]')")
-pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kill test reads Linux's /proc"),
+# Ray is looked for, not imported, when the file is collected: every xdist worker collects every file, one runs it
+pytestmark = [pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                 reason="the ray extra is not installed (pip install 'fabricsim[ray]')"),
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kill test reads Linux's /proc"),
               pytest.mark.costly]  # starting Ray takes seconds: collected first (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
 def local_ray():
+    import ray
+
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield
     ray.shutdown()

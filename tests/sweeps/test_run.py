@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 
-import pandas
 import pytest
 
 from fabricsim import sweeps
@@ -35,6 +34,7 @@ def reference(tmp_path_factory):
 
 
 def test_rows_hold_the_point_configuration_and_its_figures(reference):
+    import pandas  # here, not at the top: every xdist worker collects this file, one runs it
     plan, _, out = reference
     df = pandas.read_parquet(out)
     assert list(df.columns) == list(plan.columns)
@@ -60,6 +60,7 @@ def test_the_same_bytes_however_the_work_is_split(reference, tmp_path):
 
 
 def test_csv_holds_the_same_rows(reference, tmp_path):
+    import pandas  # here, not at the top: every xdist worker collects this file, one runs it
     plan, _, parquet = reference
     out = tmp_path / "r.csv"
     run.run(plan, out, workers=2)
@@ -93,6 +94,7 @@ def test_an_empty_text_setting_read_back_from_csv_still_rebuilds_the_point(refer
 
 
 def test_a_rerun_computes_nothing_and_new_values_only_what_is_new(reference, tmp_path):
+    import pandas  # here, not at the top: every xdist worker collects this file, one runs it
     plan, expected, _ = reference
     out = tmp_path / "r.parquet"
     out.write_bytes(expected)
@@ -106,6 +108,7 @@ def test_a_rerun_computes_nothing_and_new_values_only_what_is_new(reference, tmp
 
 
 def test_failures_are_rows_with_their_error_and_the_sweep_goes_on(tmp_path):
+    import pandas  # here, not at the top: every xdist worker collects this file, one runs it
     plan = sweeps.load(write_sweep(tmp_path, """
         cluster: dgx-h100
         perf: {level: analytical, sizes: [1M]}

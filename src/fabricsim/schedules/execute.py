@@ -82,38 +82,67 @@ def _expand(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.repeat(starts, sizes) + offs
 
 
-def _run_step(step: Step, k: int, buf: np.ndarray, start: np.ndarray, size: np.ndarray, ufunc: np.ufunc,
-              ops: list, op_chunks: np.ndarray) -> None:
-    """Repetition k of `step` on `buf`; `ops`: the step's in-network operations (listed once per step, not per
-    repetition), `op_chunks` their chunks."""
-    old = buf.copy()  # every transfer of a step reads the pre-step state
-    sc = step.chunks_at(step.src_chunk, k)
-    dc = step.chunks_at(step.dst_chunk, k)
+BATCH_ELEMENTS = 1 << 20  # elements a batch of a step's repetitions moves, at most (bounds the index arrays)
+
+
+def _rotated(step: Step, chunks: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """`chunks` in each repetition of `ks` (one row per repetition): `Step.chunks_at` for many repetitions."""
+    if step.stride == 0:
+        return np.broadcast_to(chunks, (ks.shape[0], chunks.shape[0]))
+    block, place = (chunks // step.period) * step.period, chunks % step.period
+    return block + (place + ks[:, None] * step.stride) % step.period
+
+
+def _run_step(step: Step, buf: np.ndarray, start: np.ndarray, size: np.ndarray, ufunc: np.ufunc) -> None:
+    """Every repetition of `step` on `buf` (one row per rank), one after another. In each, every transfer and
+    in-network operation reads what the buffers held before it, so all of them read before any writes. The element
+    indices of many repetitions are computed at once (the numpy calls per repetition are what costs)."""
+    width = buf.shape[1]
+    flat = buf.reshape(-1)  # a view: place_inputs makes buf C-contiguous
     tr = np.arange(step.n_transfers)
-    if step.span is not None:
+    inner = np.zeros(1, dtype=np.int64)
+    if step.span is not None:  # one entry per chunk a transfer moves
         tr = np.repeat(tr, step.span)
         inner = _expand(np.zeros(step.n_transfers, dtype=np.int64), step.span)
-        sc, dc = sc[tr] + inner, dc[tr] + inner
-    if np.any(size[sc] != size[dc]):
-        raise FabricsimError("internal: a schedule moves chunks of different sizes; report this schedule as a bug")
+    ks = np.arange(step.repeat)
+    sc = _rotated(step, step.src_chunk[tr], ks) + inner  # (repetition, chunk transfer)
+    dc = _rotated(step, step.dst_chunk[tr], ks) + inner
     n_el = size[sc]
-    at = np.repeat(np.arange(n_el.shape[0]), n_el)  # the (chunk) transfer of each element moved
-    offs = np.arange(at.shape[0]) - (np.cumsum(n_el) - n_el)[at]  # its place inside its chunk
-    src_col = start[sc][at] + offs
-    dst_col = start[dc][at] + offs
-    el_tr = tr[at]
-    src_row, dst_row = step.src[el_tr], step.dst[el_tr]
-    vals = old[src_row, src_col]
-    reduce = step.op[el_tr] == Op.REDUCE
-    copy = ~reduce
-    buf[dst_row[copy], dst_col[copy]] = vals[copy]
-    ufunc.at(buf, (dst_row[reduce], dst_col[reduce]), vals[reduce])
-    for o, c in zip(ops, step.chunks_at(op_chunks, k).tolist()):
-        s, e = start[c], start[c] + size[c]
-        if e == s:
-            continue
-        data = old[o.inputs, s:e]
-        buf[o.outputs, s:e] = ufunc.reduce(data, axis=0, dtype=data.dtype) if o.op == Op.REDUCE else data[0]
+    if np.any(n_el != size[dc]):
+        raise FabricsimError("internal: a schedule moves chunks of different sizes; report this schedule as a bug")
+    src_at = step.src[tr].astype(np.int64) * width + start[sc]  # first element of each chunk transfer, flat
+    dst_at = step.dst[tr].astype(np.int64) * width + start[dc]
+    reduce = step.op[tr] == Op.REDUCE
+    any_reduce, any_copy = bool(reduce.any()), not bool(reduce.all())
+    ops = list(step.innet)
+    op_chunks = _rotated(step, np.array([o.chunk for o in ops], dtype=np.int64), ks).tolist()
+    moved = n_el.sum(axis=1)  # elements per repetition
+    k0 = 0
+    while k0 < step.repeat:
+        k1 = k0 + max(1, int(np.searchsorted(np.cumsum(moved[k0:]), BATCH_ELEMENTS, side="right")))
+        n = n_el[k0:k1].ravel()
+        at = np.repeat(np.arange(n.shape[0]), n)  # the chunk transfer of each element moved
+        offs = np.arange(at.shape[0]) - (np.cumsum(n) - n)[at]  # its place inside its chunk
+        src_el = src_at[k0:k1].ravel()[at] + offs
+        dst_el = dst_at[k0:k1].ravel()[at] + offs
+        reduce_el = np.tile(reduce, k1 - k0)[at] if any_reduce and any_copy else at[:0].astype(bool)
+        ends = np.cumsum(moved[k0:k1]).tolist()
+        for k, a, b in zip(range(k0, k1), [0] + ends, ends):
+            vals = flat[src_el[a:b]]
+            pieces = [(o, start[c], start[c] + size[c]) for o, c in zip(ops, op_chunks[k])]
+            innet = [(o, s, e, buf[o.inputs, s:e]) for o, s, e in pieces if e > s]  # fancy indexing: a copy
+            dst = dst_el[a:b]
+            if not any_reduce:
+                flat[dst] = vals
+            elif not any_copy:
+                ufunc.at(flat, dst, vals)
+            else:
+                red = reduce_el[a:b]
+                flat[dst[~red]] = vals[~red]
+                ufunc.at(flat, dst[red], vals[red])
+            for o, s, e, data in innet:
+                buf[o.outputs, s:e] = ufunc.reduce(data, axis=0, dtype=data.dtype) if o.op == Op.REDUCE else data[0]
+        k0 = k1
 
 
 def execute(schedule: Schedule, inputs: list[np.ndarray], op: str = "sum") -> list[np.ndarray]:
@@ -128,10 +157,7 @@ def execute(schedule: Schedule, inputs: list[np.ndarray], op: str = "sum") -> li
     start, stop = layout.chunk_bounds(schedule, count)
     size = stop - start
     for step in schedule.steps:
-        ops = list(step.innet)
-        op_chunks = np.array([o.chunk for o in ops], dtype=np.int64)
-        for k in range(step.repeat):
-            _run_step(step, k, buf, start, size, ufunc, ops, op_chunks)
+        _run_step(step, buf, start, size, ufunc)
     outputs = layout.read_outputs(schedule, buf, count)
     if op == "avg" and schedule.collective in layout.REDUCING:
         outputs = [average(x, group) for x in outputs]

@@ -62,7 +62,7 @@ class EngineCommModel:
             if self.keep_results:
                 detail["results"] = ()  # the proxy's traffic is not on the job's GPUs
             return float(choice.result.time), detail
-        spread = int(np.argmax([len(np.unique(d)) for d in domains])) if len(groups) > 1 else 0
+        spread = int(np.argmax(distinct_per_row(domains))) if len(groups) > 1 else 0
         choice = best(self.topo, collective, nbytes, ranks=groups[spread], elem_size=ELEM_SIZE, level=self.level)
         for g in faulted_groups(self.topo, domains, spread):
             other = best(self.topo, collective, nbytes, ranks=groups[g], elem_size=ELEM_SIZE, level=self.level)
@@ -97,21 +97,27 @@ def faulted_groups(topo: Topology, domains: np.ndarray, skip: int) -> list[int]:
     return out
 
 
+def distinct_per_row(a: np.ndarray) -> np.ndarray:
+    """How many distinct values each row of the 2-D array `a` holds (len(np.unique(row)) for every row at once)."""
+    if a.shape[1] == 0:
+        return np.zeros(a.shape[0], dtype=np.int64)
+    return 1 + (np.diff(np.sort(a, axis=1), axis=1) != 0).sum(axis=1)
+
+
 def even_proxy(topo: Topology, groups: np.ndarray) -> np.ndarray | None:
     """An even stand-in for groups that take unequal shares of their NVLink domains (see the module docstring), or None
     when every group is even (equal GPUs from each domain it spans, domain by domain)."""
     dom = np.asarray(topo.gpu_domain)
     size = groups.shape[1]
-    uneven = None
-    for g in groups:
-        d = dom[g]
-        change = np.flatnonzero(np.diff(d)) + 1
-        counts = np.diff(np.concatenate([[0], change, [len(d)]]))
-        if len(np.unique(d)) != len(counts) or not np.all(counts == counts[0]):
-            uneven = d
-            break
-    if uneven is None:
+    d = dom[groups]  # every group's domains at once: one row per group
+    change = np.diff(d, axis=1) != 0  # where a group's run of GPUs in one domain ends
+    runs = 1 + change.sum(axis=1)
+    run = np.maximum(size // runs, 1)  # the length every run has in an even group
+    even_ends = (np.arange(1, size)[None, :] % run[:, None]) == 0
+    even = (distinct_per_row(d) == runs) & (size % runs == 0) & (change == even_ends).all(axis=1)
+    if even.all():
         return None
+    uneven = d[int(np.argmin(even))]  # the first uneven group
     per_domain = np.bincount(dom)
     k = len(np.unique(uneven))
     while k <= len(per_domain) and (size % k or size // k > per_domain.min()):
