@@ -142,7 +142,9 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     ECMP hash seeds (from the cluster's `ecmp_seed`): each row is its size's median seed, `ecmp` the spread.
     `env` ({'NCCL_BUFFSIZE': '4194304', 'NCCL_P2P_DISABLE': '1', ...}) is the run's NCCL environment, honoured as
     `fabricsim.reports.nccl_env.ENV` says (`result.env` lists how each variable was)."""
+    from fabricsim import hardware
     from fabricsim.engine.chunking import ChunkEnv
+    from fabricsim.hardware.memory import over_hbm_note
     from fabricsim.reports import ecmp
     from fabricsim.reports.sweep import check_options, forced_notes, predict
     from fabricsim.tuner.nccl_versions import release
@@ -160,7 +162,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
         protos = _one_choice(protos, run_env.protos, "proto", "NCCL_PROTO", "protocols")
         chunk_env = run_env.chunk_env
     notes = forced_notes(c.topology, c.ranks, collective, algos) + fault_notes(c, cost_model)
-    over = over_hbm_note(c.topology, size_list)
+    over = over_hbm_note(hardware.get_gpu(c.topology.gpu_part()), size_list)  # perf's CLI stops its sweep there
     if over:
         notes.append(over)
     rel = release(nccl_version)
@@ -183,15 +185,6 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     return PerfResult(c, collective, cost_model, level_run, library, tuple(p.row for p in points),
                       tuple(p.pick for p in points), tuple(notes), tuple(algos) if algos else None,
                       tuple(protos) if protos else None, rel.label, nccl_version, tuple(spread), effects)
-
-
-def over_hbm_note(topo: Topology, size_list: list[int]) -> str | None:
-    """A note where some sizes' nccl-tests buffers do not fit in the GPUs' HBM (`fabricsim perf` stops its sweep there,
-    as nccl-tests does; a Python caller gets the rows and this note)."""
-    from fabricsim import hardware
-    from fabricsim.hardware.memory import over_hbm_note as note
-
-    return note(hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])]), size_list)
 
 
 def with_env(c: Cluster, collective: str, env: Mapping[str, str],

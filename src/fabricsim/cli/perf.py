@@ -114,7 +114,7 @@ def _fit_hbm(topo, maxbytes: int) -> tuple[str, int] | None:
     from fabricsim import hardware
     from fabricsim.hardware.memory import fit_note, nccltests_max_bytes
 
-    gpu = hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])])
+    gpu = hardware.get_gpu(topo.gpu_part())
     note = fit_note(gpu, maxbytes)
     return (note, nccltests_max_bytes(gpu)) if note else None
 

@@ -262,10 +262,6 @@ def _rank(found: list[Finding], sizes: Sequence[SizeCheck]) -> tuple[Finding, ..
     return tuple(sorted(found, key=lambda f: (not f.named, f.rank, abs(math.log(f.ratio)) if f.ratio else 0.0)))
 
 
-def _env(facts: Facts) -> tuple[dict[str, str], tuple[tuple[str, str], ...]]:
-    return honoured(facts.env)
-
-
 def diagnose(text: str, source: str, *, cluster: str | Path | ClusterSpec | None = None,
              ranks: Sequence[int] | None = None, env: Mapping[str, str] | None = None, collective: str | None = None,
              nccl_version: str | None = None, machines: Sequence[Machine] = (), gpu: str | None = None,
@@ -284,7 +280,7 @@ def diagnose(text: str, source: str, *, cluster: str | Path | ClusterSpec | None
     target = infer.inferred(facts, gpu) if cluster is None else infer.given(cluster, facts)
     if ranks is not None:
         target = replace(target, ranks=tuple(int(r) for r in ranks))
-    known, unknown = _env(facts)
+    known, unknown = honoured(facts.env)
 
     def recase(extra: dict[str, str]) -> LogCase:
         return make_case(Path(source).stem, facts.log, target.spec, target.ranks, coll, {**known, **extra},

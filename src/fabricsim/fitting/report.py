@@ -64,7 +64,7 @@ def text(r: FitResult) -> str:
                  f"{np.median(after):.1f}% (in-sample: `fabricsim validate --logs --calibrate-holdout` scores logs the "
                  "fit did not see)")
     if np.median(after) > np.median(before):
-        lines.append("  worse on this measure: the fit lowers its cost (the squared log of each row's predicted over measured "
-                     "time, every size alike) while the median busbw error rises, so its values trade large sizes for "
-                     "small ones; check the rows above before using the file, or fit on more logs")
+        lines.append("  worse on this measure: the fit lowers its cost (a soft-L1 loss on log(predicted / measured "
+                     "time), each log weighted equally) while the median busbw error rises, so its values trade large "
+                     "sizes for small ones; check the rows above before using the file, or fit on more logs")
     return "\n".join(line.rstrip() for line in lines) + "\n"

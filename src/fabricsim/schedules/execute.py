@@ -7,7 +7,7 @@ import numpy as np
 
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import layout
-from fabricsim.schedules.model import Op, Schedule, Step
+from fabricsim.schedules.model import Op, Schedule, Step, rotate_chunks
 from fabricsim.schedules.replicate import unroll
 
 REDUCTIONS = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum, "avg": np.add}
@@ -89,8 +89,7 @@ def _rotated(step: Step, chunks: np.ndarray, ks: np.ndarray) -> np.ndarray:
     """`chunks` in each repetition of `ks` (one row per repetition): `Step.chunks_at` for many repetitions."""
     if step.stride == 0:
         return np.broadcast_to(chunks, (ks.shape[0], chunks.shape[0]))
-    block, place = (chunks // step.period) * step.period, chunks % step.period
-    return block + (place + ks[:, None] * step.stride) % step.period
+    return rotate_chunks(chunks[None, :], step.period, ks[:, None] * step.stride)
 
 
 def _run_step(step: Step, buf: np.ndarray, start: np.ndarray, size: np.ndarray, ufunc: np.ufunc) -> None:

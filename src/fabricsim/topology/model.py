@@ -216,6 +216,11 @@ class Topology:
         """Indices of every device of `kind`."""
         return np.flatnonzero(self.dev_kind == kind).astype(np.int32)
 
+    def gpu_part(self, rank: int = 0) -> str:
+        """The catalog part name of GPU `rank` (`hardware.get_gpu` looks it up; clusters are homogeneous, so rank 0
+        names every GPU's)."""
+        return self.parts[int(self.dev_part[int(self.gpu_device[rank])])]
+
     def device_name(self, d: int) -> str:
         """A readable name, made on demand (names are not stored: 131k GPUs)."""
         kind = DeviceKind(int(self.dev_kind[d]))

@@ -125,7 +125,7 @@ def summarize(topo: Topology) -> dict:
     host_bw = float(host_gpu.min())
     pcie = gpu_src & (kind == "pcie")  # the GPUs' own PCIe links as built (slower end of GPU and switch)
     pcie_bw = (float(_per_gpu_out(topo, pcie).min()) if pcie.any()  # else (GB200: NVLink-C2C host) the GPU's rating
-               else hardware.get_link(hardware.get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[0]])]).pcie_link).bw)
+               else hardware.get_link(hardware.get_gpu(topo.gpu_part()).pcie_link).bw)
     to_fabric = (topo.dev_kind[topo.link_src] == DeviceKind.NIC) & (topo.dev_kind[topo.link_dst] == DeviceKind.FABRIC_SWITCH)
     scaleout = float(topo.link_capacity[to_fabric].sum() / topo.n_gpus)
     bisection, cut = _bisection(topo, scaleup, host_bw)
@@ -164,7 +164,7 @@ def summarize(topo: Topology) -> dict:
         "gpus": topo.n_gpus,
         "nodes": int(topo.features.get("nodes", np.unique(topo.gpu_node).size)),
         "gpus_per_domain": int(topo.features.get("gpus_per_domain", 0)),
-        "gpu": topo.parts[int(topo.dev_part[topo.gpu_device[0]])],
+        "gpu": topo.gpu_part(),
         "scaleup_tech": ",".join(scaleup_techs),
         "scaleup_bw_per_gpu": scaleup,
         "scaleup_bw_per_gpu_bidir": 2 * scaleup,

@@ -110,7 +110,7 @@ def comm_for(comm_factory, topo: Topology, n_gpus: int) -> CommModel:
 
 def topology_gpu(topo: Topology) -> hardware.GPU:
     """The catalog GPU of rank 0 (fabricsim clusters are homogeneous)."""
-    return hardware.get_gpu(topo.parts[int(topo.dev_part[int(topo.gpu_device[0])])])
+    return hardware.get_gpu(topo.gpu_part())
 
 
 def layout_for(model: ModelSpec, template: P.Parallelism | None, n_gpus: int, topo: Topology, *,

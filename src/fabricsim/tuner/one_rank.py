@@ -34,7 +34,7 @@ MEMCPY_LAUNCH_SOURCE = "cudaMemcpyAsync per-call overhead 5-7 us (arXiv 2602.215
 
 def copy_time(topo: Topology, rank: int, nbytes: int) -> tuple[float, float, float]:
     """(latency s, bandwidth s, HBM bytes/s) of copying `nbytes` within GPU `rank`'s memory: read and write once."""
-    gpu = get_gpu(topo.parts[int(topo.dev_part[topo.gpu_device[rank]])])
+    gpu = get_gpu(topo.gpu_part(rank))
     return MEMCPY_LAUNCH_LATENCY, 2.0 * nbytes / gpu.hbm_bw, float(gpu.hbm_bw)
 
 
