@@ -116,7 +116,8 @@ class Plan:
     def stage_net(self) -> np.ndarray | None:
         """Per schedule step, the share of its repetitions that cross the network (NaN: not a pipeline): there a
         stage hands on whole chunks, the GPU posting a step to the proxy only after its closing barrier and the proxy
-        sending it as one message (src/transport/net.cc sendProxyProgress). None where no step is a pipeline."""
+        sending it as one message (v2.30.7-1 src/transport/net.cc:1304-1414 sendProxyProgress, one isend per step).
+        None where no step is a pipeline."""
         if all(w is None for w in self.windows):
             return None
         return np.array([np.nan if w is None else w.share_with(HOP_NET) for w in self.windows])
