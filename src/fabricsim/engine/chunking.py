@@ -256,6 +256,18 @@ def chunk_bytes(comm: CommPlan, family: str, protocol: str, collective: str, cha
     return max(grain, chunk // grain * grain)
 
 
+def drains_every_loop(family: str, protocol: str, collective: str) -> bool:
+    """Whether each loop of a channel starts only once the previous one has drained: a Simple ring AllReduce,
+    AllGather or ReduceScatter. Each channel's thread block runs a loop's steps in program order, its first send
+    (`directSend` / `send`) only after the previous loop's last receive (`directRecv` / `recvReduceCopy`) has
+    taken its final slice in: NVIDIA/nccl v2.17.1-1 src/collectives/device/all_gather.h:32-75,
+    all_reduce.h:36-93, reduce_scatter.h:30-64; the same order in v2.30.7-1 src/device/all_gather.h:46-74. Every
+    channel takes its chunk of a loop at the same grid offset (loopSize = nChannels x chunk), so the channels
+    reach the boundary together, and each link of the ring waits there for one step's latency before the next
+    loop's first slice is on it."""
+    return family == "Ring" and protocol == "simple" and collective in CHUNK_STEPS
+
+
 def chunks_per_loop(family: str, collective: str, comm: CommPlan, nranks: int) -> int:
     """nchunksPerLoop (src/enqueue.cc:2324-2355): a ring's loop holds one chunk per rank, NVLS, NVLSTree and
     CollNetDirect one per head, trees, chains and PAT one."""

@@ -201,15 +201,20 @@ def plan_traffic(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts:
 def price(plan: Plan, model: ProtocolModel, chunks: chunking.CallChunks) -> Pricing:
     """What `model`'s protocol makes of `plan` cut as `chunks`: latencies (a ring's chunks rotate through every
     position, so it pays the mean hop per step; other schedules wait for their slowest hop, a pipeline only for
-    the transfers working in each repetition), the chunks each channel pipelines and the per-channel caps, which
-    count the channels the call runs on (a call on fewer channels than the communicator's gets their share), and
-    whether those caps pace each stage of a pipelined step (a protocol that works chunk by chunk, engine.assemble)."""
+    the transfers working in each repetition; a Simple ring also waits one step at every loop boundary), the
+    chunks each channel pipelines and the per-channel caps, which count the channels the call runs on (a call on
+    fewer channels than the communicator's gets their share), and whether those caps pace each stage of a
+    pipelined step (a protocol that works chunk by chunk, engine.assemble)."""
     hw, step_hw = np.array(model.hop_latency), model.step_hop_latency
     per_pattern = plan.latency.mean(step_hw) if plan.algorithm == "ring" else plan.latency.slowest(step_hw)
     step_lat = per_pattern[plan.order] if plan.order.size else np.zeros(0)
     for j, win in enumerate(plan.windows):
         if win is not None:
             step_lat[j] = win.total(step_hw) / win.repeat
+    if chunks.loops > 1 and step_lat.size and chunking.drains_every_loop(model.family, model.protocol, plan.collective):
+        # each loop after the first waits one step's latency at its boundary (chunking.drains_every_loop), spread
+        # over the steps' repetitions so that the steps' latencies add up to every wait
+        step_lat = step_lat + (chunks.loops - 1) * float(step_lat.max()) / float(plan.repeats.sum())
     once_hops = plan.latency.hops & ~np.array(model.per_step_latency)
     return Pricing(
         protocol=model.protocol, wire_efficiency=model.wire_efficiency, step_latency=step_lat,
