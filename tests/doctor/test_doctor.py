@@ -44,7 +44,7 @@ def test_p5_efa_is_in_the_prediction_so_its_small_sizes_match(p5):
     # tuner leaves 2 nodes to NCCL's internal tuning, so it is not named as the cause of the mid sizes' shortfall
     assert p5.verdict == "short" and not [r for r in p5.short if r.range.lo == 8]
     assert report.bands(p5)["small"] >= 0.75
-    (mid,) = p5.short
+    mid = p5.short[0]  # 16 KiB - 512 KiB; 2 MiB and 32 MiB fall short on their own, the sizes between within reach
     assert not [c for c in mid.causes if c.rule == "algorithm"]
     assert "Using tuner plugin" in P5.read_text().splitlines()[2868]
     found = {f.rule: f for f in mid.findings}
@@ -59,7 +59,7 @@ def test_p5_text_and_json_carry_the_same_diagnosis(p5):
     assert "line 1413: NCCL INFO Channel 05/0 : 13[5] -> 5[5] [receive] via NET/AWS Libfabric/5/GDRDMA" in text
     assert "line 72: NCCL version 2.20.3+cuda12.2" in text and "verdict: falls short" in text
     doc = json.loads(report.json_doc(p5))
-    assert doc["verdict"] == "short" and len(doc["short"]) == len(p5.short) == 1
+    assert doc["verdict"] == "short" and len(doc["short"]) == len(p5.short) == 3
     assert len(doc["sizes"]) == len(p5.checks) == 32
     assert report.text(p5) == text  # deterministic
 

@@ -97,6 +97,16 @@ def test_the_cost_model_prices_with_its_releases_constants():
     assert lat_old > lat_new  # 28 us per NVLink tree step then, 4 us now
 
 
+def test_collnet_busbw_refinements_follow_their_releases():
+    """tuning.cc: CollNetChain x0.75 in 2.14.3-2.17.1, gone in 2.18.1, which gave CollNetDirect on sm90+ x0.85."""
+    h100 = dict(n_ranks=16, n_nodes=2, ppn=8, compcap=90, nvlink_bw_per_gpu=370.8, nic_bw=50.0, nics_per_node=8,
+                has_nvswitch=True, collnet_support=True)
+    table = {v: nccl_model.nccl_table(NcclSystem(**h100, version=v), "all_reduce") for v in ((2, 17, 1), (2, 18, 1))}
+    bw = {v: {a: t[(a, "Simple")][1] for a in ("CollNetChain", "CollNetDirect")} for v, t in table.items()}
+    assert bw[(2, 17, 1)]["CollNetChain"] == pytest.approx(0.75 * bw[(2, 18, 1)]["CollNetChain"])
+    assert bw[(2, 18, 1)]["CollNetDirect"] == pytest.approx(0.85 * bw[(2, 17, 1)]["CollNetDirect"])
+
+
 def test_nvls_tree_plan_uses_nccls_nvls_heads_per_domain():
     """An NVL72 domain has more GPUs than NCCL's NVLS heads (the NVLS graph's channels, at most
     NCCL_MAX_NVLS_ARITY): the NVLSTree schedule crosses racks from those heads only, on 2 channels each."""

@@ -9,15 +9,14 @@ from fabricsim.validation.accuracy import run, stats, summary
 from fabricsim.calibration_data import default_path
 from tests.conftest import REPORTS
 
-# Regression bounds on the calibration set (absolute % error of busbw). The issue's targets are a
-# median <= 7% and p90 <= 25%; NCCL's own cost model scores 8.4% / 56% on the rows it can model (fabricsim's
-# reimplementation of it: 7.6% / 55.8% on its 102 rows).
-# Achieved: median 7.6%, p90 49.2%; the bounds are those values rounded up, not the targets. Beyond p90 sit
-# rows of misconfigured or under-described systems (nccl#2409 RoCE, the 2x RTX 2080 Ti box, H100 PCIe with
-# NVLink bridge) and the mid-size (1-128 MiB) and CollNetChain gaps. (Pipelining NVLS per channel, which
-# puts a GB200 NVL72 rack at ~1 TB/s busbw instead of a store-and-forward ~520, moved the median from 6.7%.)
-MEDIAN_BOUND = 8.0
-P90_BOUND = 50.0
+# Regression bounds on the calibration set (absolute % error of busbw). Issue 13's targets: median <= 6% over all
+# rows scored and p90 <= 25% on high-trust rows. Achieved at the analytical level: see build/test-reports; the
+# bounds sit above the achieved values, not at the targets. The rows of nccl#2409 (RoCE, whose reporter calls the
+# figures below what the hardware should reach) are set aside by their own source (validation.set_aside): printed,
+# in no median. Beyond p90 sit the 2x RTX 2080 Ti box, H100 PCIe with NVLink bridge, and the mid-size (1-128 MiB)
+# and CollNetChain gaps.
+MEDIAN_BOUND = 6.5
+P90_BOUND = 40.0
 
 pytestmark = pytest.mark.skipif(not default_path().exists(), reason=f"calibration data not found at {default_path()}")
 
@@ -46,6 +45,6 @@ def test_accuracy_does_not_regress(predictions):
 def test_topology_simulation_is_no_worse_than_nccls_own_model(predictions):
     """On the rows both predict, fabricsim's median and p90 error do not exceed NCCL's cost model's."""
     preds, _ = predictions
-    both = [p for p in preds if p.nccl_error is not None]
+    both = [p for p in preds if p.nccl_error is not None and not p.case.set_aside]
     ours, nccl = stats([p.error for p in both]), stats([p.nccl_error for p in both])
     assert ours[1] <= nccl[1] + 0.5 and ours[2] < nccl[2], f"fabricsim {ours[1:]} vs NCCL model {nccl[1:]}"

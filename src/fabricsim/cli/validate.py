@@ -23,7 +23,7 @@ def _finite(x):
 
 def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
     """Per-row and aggregate error table (text)."""
-    from fabricsim.validation.accuracy import summary
+    from fabricsim.validation.accuracy import set_aside, summary
 
     lines = []
     if show_rows:
@@ -33,12 +33,17 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
             c = p.case
             nccl = f"{p.nccl_predicted:>10.1f} {p.nccl_error:>6.1f}" if p.nccl_predicted is not None else f"{'-':>10} {'-':>6}"
             lines.append(f"{c.id[:46]:<46} {c.collective:<14} {len(c.ranks):>5} {c.metric:<6} {c.measured:>9.2f} "
-                         f"{p.predicted:>9.2f} {p.error:>6.1f} {p.algo + '/' + p.proto:<20} {nccl}")
+                         f"{p.predicted:>9.2f} {p.error:>6.1f} {p.algo + '/' + p.proto:<20} {nccl}"
+                         + ("  set aside" if c.set_aside else ""))
         lines.append("")
     lines.append("accuracy: absolute % error of busbw (time for latency rows)")
     lines.append(f"{'family':<10} {'rows':>5} {'median':>8} {'p90':>8}   {'nccl rows':>9} {'median':>8} {'p90':>8}")
     for fam, n, med, p90, nn, nmed, np90 in summary(preds):
         lines.append(f"{fam:<10} {n:>5} {_pct(med)} {_pct(p90)}   {nn:>9} {_pct(nmed)} {_pct(np90)}")
+    for reason, n, med, p90 in set_aside(preds):
+        lines.append("")
+        lines.append(f"set aside {n} rows (in no group above; median {_pct(med).strip()}, p90 {_pct(p90).strip()}): "
+                     f"their own source doubts them: {reason}")
     if skipped:
         lines.append("")
         lines.append(f"skipped {len(skipped)} rows:")
@@ -163,15 +168,17 @@ def _added(path, fmt: str, level: str, summary_only: bool) -> None:
 
 
 def _print_accuracy(preds, skipped, fmt: str, summary_only: bool) -> None:
-    from fabricsim.validation.accuracy import summary
+    from fabricsim.validation.accuracy import set_aside, summary
 
     if fmt == "json":
         doc = {
             "rows": [{"id": p.case.id, "measured": p.case.measured, "predicted": p.predicted, "error_pct": p.error,
                       "metric": p.case.metric, "algo": p.algo, "proto": p.proto, "nccl_predicted": p.nccl_predicted,
-                      "nccl_error_pct": p.nccl_error} for p in sorted(preds, key=lambda p: p.case.id)],
+                      "nccl_error_pct": p.nccl_error, "set_aside": p.case.set_aside or None}
+                     for p in sorted(preds, key=lambda p: p.case.id)],
             "summary": [dict(zip(("family", "rows", "median", "p90", "nccl_rows", "nccl_median", "nccl_p90"),
                                  map(_finite, s))) for s in summary(preds)],
+            "set_aside": [dict(zip(("reason", "rows", "median", "p90"), map(_finite, s))) for s in set_aside(preds)],
             "skipped": [{"id": s.id, "reason": s.reason} for s in skipped],
         }
         if summary_only:

@@ -7,7 +7,10 @@ every step loads the same links, B = sum_k t_k, giving nsteps x latency + bytes 
 tree, B is one link's share, not the store-and-forward sum. Stages NCCL's kernel adds around the schedule's steps
 (NVLS's buffer copies, chunking.NVLS_COPY_STAGES) each add to the pipeline's fill one chunk's turn at the pace of
 the schedule's first step (the NVLS reduction whose warps they share the channel with), t_0 / P. NCCL's
-per-channel caps bound it from below.
+per-channel caps bound it from below, and pace every stage of a pipelined step (a tree's or chain's levels): with
+LL128 and Simple a rank passes a chunk on only once its channel's threads have moved it (engine.chunking
+stage_fraction), so each repetition lasts at least that fraction of the message at the cap, the pipeline's fill
+and steady state at the channel's rate as well as the links'.
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: 
     `loads`: the plan's link_loads, when the caller keeps them."""
     p = price.slices
     t = drained.t
-    t_sum = float(np.sum(t[plan.order] * plan.repeats))
-    steady = drained.steady if p > 1 else t_sum
+    times = _step_times(plan, price, t)
+    t_sum = float(np.sum(times * plan.repeats))
+    steady = max(drained.steady, _stage_floor(plan, price)) if p > 1 else t_sum
     pipelined = slowdown * (t_sum / p + (1 - 1 / p) * steady + _copy_fill(plan, price, t))
     bandwidth_time = max(pipelined, plan.nbytes / price.algbw_cap, _proxy_time(plan, price, drained))
     latency_time = price.once_latency + float(np.sum(price.step_latency * plan.repeats))
@@ -100,6 +104,27 @@ def _connection_bytes(fs: FlowSet) -> float:
     """Mean bytes one connection of these flows moves (a flow of multiplicity m is m connections)."""
     connections = float(fs.mult.sum())
     return float(np.dot(fs.nbytes, fs.mult)) / connections if connections > 0 else 0.0
+
+
+def _stage_floor(plan: Plan, price: Pricing) -> float:
+    """s: the least time one repetition of a pipelined step lasts when its stages hand on whole chunks, its
+    channels moving their share of the message at NCCL's per-channel cap; 0 where no cap paces the stages."""
+    if not price.stage or price.stage_net is None or not np.isfinite(price.algbw_cap):
+        return 0.0
+    return plan.nbytes / price.algbw_cap
+
+
+def _step_times(plan: Plan, price: Pricing, t: np.ndarray) -> np.ndarray:
+    """The mean drain of one repetition of each schedule step: its pattern's; for a pipelined step (a repetition is
+    one level working on one chunk per channel) at least the stage floor in the repetitions that cross the network
+    (the proxy sends whole steps) and `price.stage` of it in the others."""
+    times = t[plan.order] if plan.order.size else np.zeros(0)
+    floor = _stage_floor(plan, price)
+    if floor > 0 and price.stage_net is not None:
+        net = price.stage_net
+        paced = net * np.maximum(times, floor) + (1 - net) * np.maximum(times, price.stage * floor)
+        times = np.where(np.isnan(net), times, paced)
+    return times
 
 
 def _copy_fill(plan: Plan, price: Pricing, t: np.ndarray) -> float:
@@ -213,8 +238,9 @@ def _steps(plan: Plan, price: Pricing, drained: Drained, t_sum: float, steady: f
     p, t = price.slices, drained.t
     pat = np.repeat(plan.order, plan.repeats)
     step_lat = np.repeat(price.step_latency, plan.repeats)
-    share = t[pat] / t_sum if t_sum > 0 else np.zeros(pat.shape[0])
-    bw = slowdown * (t[pat] / p + ((1 - 1 / p) * steady + _copy_fill(plan, price, t)) * share)
+    times = np.repeat(_step_times(plan, price, t), plan.repeats)
+    share = times / t_sum if t_sum > 0 else np.zeros(pat.shape[0])
+    bw = slowdown * (times / p + ((1 - 1 / p) * steady + _copy_fill(plan, price, t)) * share)
     dur = step_lat + bw
     end = price.once_latency + np.cumsum(dur)
     start = end - dur

@@ -256,6 +256,18 @@ def chunk_bytes(comm: CommPlan, family: str, protocol: str, collective: str, cha
     return max(grain, chunk // grain * grain)
 
 
+def drains_every_loop(family: str, protocol: str, collective: str) -> bool:
+    """Whether each loop of a channel starts only once the previous one has drained: a Simple ring AllReduce,
+    AllGather or ReduceScatter. Each channel's thread block runs a loop's steps in program order, its first send
+    (`directSend` / `send`) only after the previous loop's last receive (`directRecv` / `recvReduceCopy`) has
+    taken its final slice in: NVIDIA/nccl v2.17.1-1 src/collectives/device/all_gather.h:32-75,
+    all_reduce.h:36-93, reduce_scatter.h:30-64; the same order in v2.30.7-1 src/device/all_gather.h:46-74. Every
+    channel takes its chunk of a loop at the same grid offset (loopSize = nChannels x chunk), so the channels
+    reach the boundary together, and each link of the ring waits there for one step's latency before the next
+    loop's first slice is on it."""
+    return family == "Ring" and protocol == "simple" and collective in CHUNK_STEPS
+
+
 def chunks_per_loop(family: str, collective: str, comm: CommPlan, nranks: int) -> int:
     """nchunksPerLoop (src/enqueue.cc:2324-2355): a ring's loop holds one chunk per rank, NVLS, NVLSTree and
     CollNetDirect one per head, trees, chains and PAT one."""
@@ -266,6 +278,31 @@ def chunks_per_loop(family: str, collective: str, comm: CommPlan, nranks: int) -
     if family == "CollNetDirect":
         return max(comm.collnet_heads, 1)
     return 1
+
+
+# How much of a chunk one stage of a pipelined tree or chain must move before the next stage can work on it, at one
+# channel's rate. Simple: all of it. Its genericOp waits for the peer, moves a slice with the channel's threads, meets
+# at a sub-barrier and only then posts the slice to the next rank (NVIDIA/nccl v2.30.7-1 src/device/prims_simple.h:
+# 176-294: waitPeer :226, subBarrier :227, postPeer :277); a tree's slice is its chunk (chunkSteps = sliceSteps = 1
+# outside Simple rings, src/enqueue.cc:2223-2224 calcCollChunking). LL128: one wave of warp slices. GenericOp waits
+# for buffer room, meets at a barrier and has each warp move 2 KiB slices (1,920 data bytes, ncclProtoGrainSize) of
+# the chunk in turn, the next rank's warp reading its slice's lines once their flags are there (v2.20.3-1 and
+# v2.30.7-1 src/device/prims_ll128.h:293-327): a rank's first wave (one slice per warp) reaches the next rank after
+# one wave's time, the whole chunk when it is a wave or less (the Tree LL128 chunks of mid sizes: 30-70 kB against a
+# 38,400-byte wave of 20 warps). LL: none. Every thread polls and forwards its own 16-byte lines as their flags arrive
+# (src/device/prims_ll.h:245-300 LLGenericOp), and its cap (llMaxBws, a ceiling on the whole call) is no channel's
+# rate. engine.assemble makes each repetition of a pipelined step last at least this fraction of the message at NCCL's
+# per-channel cap, all of it in the repetitions that cross the network (the proxy sends whole steps,
+# engine.plan.Plan.stage_net).
+def stage_fraction(family: str, protocol: str, chunk: int, comm: CommPlan) -> float:
+    """The fraction of a chunk one pipeline stage moves before passing it on: 1 for Simple, one wave of warp slices
+    for LL128 (at most 1), 0 for LL (see above)."""
+    if protocol == "simple":
+        return 1.0
+    if protocol == "ll128":
+        wave = _threads(family, protocol, comm) // 32 * GRAIN["ll128"]  # warps x one slice's data bytes each
+        return min(1.0, wave / max(chunk, 1))
+    return 0.0
 
 
 @dataclass(frozen=True)
@@ -279,6 +316,7 @@ class CallChunks:
     copy_stages: int  # extra pipeline stages of the kernel (NVLS scatter / gather copies)
     message: int  # payload bytes per network message (a slice of a Simple ring, else a chunk; p2p: its chunk)
     post: float  # s the proxy thread spends per network message (NCCL's network post overhead)
+    stage: float = 1.0  # fraction of a chunk a pipeline stage moves before the next can start (stage_fraction)
 
 
 def call_chunks(comm: CommPlan, family: str, protocol: str, collective: str, nbytes: int, nranks: int,
@@ -301,4 +339,5 @@ def call_chunks(comm: CommPlan, family: str, protocol: str, collective: str, nby
         message = max(chunk // 2, GRAIN[protocol])  # SlicePerChunk = CHUNKSTEPS / SLICESTEPS = 2
     else:
         message = chunk
-    return CallChunks(used, min(1.0, used / max(full, 1)), chunk, loops, stages, message, comm.net_overhead)
+    return CallChunks(used, min(1.0, used / max(full, 1)), chunk, loops, stages, message, comm.net_overhead,
+                      stage_fraction(family, protocol, chunk, comm))

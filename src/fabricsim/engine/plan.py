@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -76,6 +77,13 @@ class Windows:
     latency: HopLatency
     repeat: int
 
+    def share_with(self, hop: int) -> float:
+        """The fraction of the step's repetitions in which some group with items of hop class `hop` works."""
+        has = np.isfinite(self.latency.longest[:, hop])
+        k = np.arange(self.repeat)
+        cover = (self.first[has, None] <= k) & (k <= self.last[has, None])
+        return float(cover.any(axis=0).mean()) if self.repeat else 0.0
+
     def total(self, step_hw: np.ndarray) -> float:
         """Latency summed over the step's repetitions."""
         g_lat = self.latency.slowest(step_hw)
@@ -104,6 +112,16 @@ class Plan:
     scale: float = 1.0  # rotated schedules: the whole schedule's traffic / the sampled rotations' traffic
     weight: np.ndarray | None = None  # rotated schedules: each link's share of its class's traffic (symmetry.link_weights)
 
+    @cached_property
+    def stage_net(self) -> np.ndarray | None:
+        """Per schedule step, the share of its repetitions that cross the network (NaN: not a pipeline): there a
+        stage hands on whole chunks, the GPU posting a step to the proxy only after its closing barrier and the proxy
+        sending it as one message (v2.30.7-1 src/transport/net.cc:1304-1414 sendProxyProgress, one isend per step).
+        None where no step is a pipeline."""
+        if all(w is None for w in self.windows):
+            return None
+        return np.array([np.nan if w is None else w.share_with(HOP_NET) for w in self.windows])
+
 
 @dataclass(frozen=True, eq=False)
 class Pricing:
@@ -118,6 +136,8 @@ class Pricing:
     proxy_rate: float  # payload bytes/s one GPU's proxy thread posts to the network (message / post overhead)
     algbw_cap: float  # bytes/s: NCCL's per-channel caps (tuning.cc) on this call's algorithm bandwidth; inf if none
     cap_source: str  # which tuning.cc table the cap comes from
+    stage: float = 0.0  # fraction of a chunk a pipeline stage inside a node hands on at once (0: no stage pacing)
+    stage_net: np.ndarray | None = None  # Plan.stage_net: pipelined repetitions that cross the network (whole chunks)
 
 
 def call_model(topo: Topology, call: Call) -> ProtocolModel:
@@ -181,20 +201,27 @@ def plan_traffic(topo: Topology, steps: Sequence[StepTraffic], call: Call, opts:
 def price(plan: Plan, model: ProtocolModel, chunks: chunking.CallChunks) -> Pricing:
     """What `model`'s protocol makes of `plan` cut as `chunks`: latencies (a ring's chunks rotate through every
     position, so it pays the mean hop per step; other schedules wait for their slowest hop, a pipeline only for
-    the transfers working in each repetition), the chunks each channel pipelines and the per-channel caps, which
-    count the channels the call runs on (a call on fewer channels than the communicator's gets their share)."""
+    the transfers working in each repetition; a Simple ring also waits one step at every loop boundary), the
+    chunks each channel pipelines and the per-channel caps, which count the channels the call runs on (a call on
+    fewer channels than the communicator's gets their share), and whether those caps pace each stage of a
+    pipelined step (a protocol that works chunk by chunk, engine.assemble)."""
     hw, step_hw = np.array(model.hop_latency), model.step_hop_latency
     per_pattern = plan.latency.mean(step_hw) if plan.algorithm == "ring" else plan.latency.slowest(step_hw)
     step_lat = per_pattern[plan.order] if plan.order.size else np.zeros(0)
     for j, win in enumerate(plan.windows):
         if win is not None:
             step_lat[j] = win.total(step_hw) / win.repeat
+    if chunks.loops > 1 and step_lat.size and chunking.drains_every_loop(model.family, model.protocol, plan.collective):
+        # each loop after the first waits one step's latency at its boundary (chunking.drains_every_loop), spread
+        # over the steps' repetitions so that the steps' latencies add up to every wait
+        step_lat = step_lat + (chunks.loops - 1) * float(step_lat.max()) / float(plan.repeats.sum())
     once_hops = plan.latency.hops & ~np.array(model.per_step_latency)
     return Pricing(
         protocol=model.protocol, wire_efficiency=model.wire_efficiency, step_latency=step_lat,
         once_latency=model.base_latency + float(hw[once_hops].sum()),
         slices=chunks.loops, copy_stages=chunks.copy_stages, proxy_rate=chunks.message / chunks.post,
-        algbw_cap=algbw_cap(model, plan.channels, chunks), cap_source=model.busbw_cap_source)
+        algbw_cap=algbw_cap(model, plan.channels, chunks), cap_source=model.busbw_cap_source,
+        stage=chunks.stage if plan.stage_net is not None else 0.0, stage_net=plan.stage_net)
 
 
 def algbw_cap(model: ProtocolModel, channels: int, chunks: chunking.CallChunks) -> float:

@@ -127,7 +127,9 @@ def _entry(s: NcclSystem, graphs: dict[str, NcclGraph], coll: str, algo: str, p:
             factor -= (factor - 1) / 2
             bus /= factor
             if s.compcap >= 90:
-                bus *= 0.85
+                bus *= s.release.get("collnet_direct sm90 busBw factor", 1.0)
+    if algo == "CollNetChain" and p == 2:
+        bus *= s.release.get("collnet_chain busBw factor", 1.0)
     if algo in ("NVLS", "CollNetDirect") and coll in ("all_gather", "reduce_scatter") and nodes > 1:
         # needs the CollNet plugin's iallgather/ireducescatter and at most one GPU per head
         if not (s.collnet_ag_rs and s.collnet_support and s.ppn <= graphs["CollNetDirect"].n_channels):

@@ -139,7 +139,9 @@ def stats(errors: list[float]) -> tuple[int, float, float]:
 
 def summary(preds: list[Prediction]) -> list[tuple[str, int, float, float, int, float, float]]:
     """Per hardware family, the high-trust rows (the calibration README asks to weigh medium / low trust rows
-    accordingly) and overall: (group, n, median, p90, n_nccl, nccl median, nccl p90). 'all' comes last."""
+    accordingly) and overall: (group, n, median, p90, n_nccl, nccl median, nccl p90). 'all' comes last.
+    Rows set aside as doubtful by their own source (validation.set_aside) are in no group."""
+    preds = [p for p in preds if not p.case.set_aside]
     fams = sorted({p.case.family for p in preds})
     groups = [(fam, lambda p, f=fam: p.case.family == f) for fam in fams]
     groups += [("high-trust", lambda p: p.case.trust == "high"), ("all", lambda p: True)]
@@ -150,3 +152,9 @@ def summary(preds: list[Prediction]) -> list[tuple[str, int, float, float, int, 
         nn, nmed, np90 = stats([p.nccl_error for p in sel if p.nccl_error is not None])
         out.append((fam, n, med, p90, nn, nmed, np90))
     return out
+
+
+def set_aside(preds: list[Prediction]) -> list[tuple[str, int, float, float]]:
+    """The rows left out of `summary` because their own source doubts them: (reason, n, median, p90) per reason."""
+    reasons = sorted({p.case.set_aside for p in preds if p.case.set_aside})
+    return [(r, *stats([p.error for p in preds if p.case.set_aside == r])) for r in reasons]

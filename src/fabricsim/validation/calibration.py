@@ -24,6 +24,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.topology.presets import preset_spec
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.units import MAX_BYTES, parse_size
+from fabricsim.validation.set_aside import doubtful
 from fabricsim.vocab import COLLECTIVES, parse_algorithms
 
 
@@ -50,6 +51,7 @@ class Case:
     trust: str
     nccl_version: tuple[int, ...] | None = None  # (major, minor[, patch]) of the NCCL the row ran, where stated
     host_overhead: float = 0.0  # s the benchmark's timed region adds to each call around NCCL's kernel (harness_overhead)
+    set_aside: str = ""  # why the row's own source doubts it (validation.set_aside); '' for a row scored
 
 
 # PyTorch's per-call host overhead of dist.all_reduce: "some 20-30us" (stas00/ml-engineering
@@ -291,7 +293,8 @@ def case_for(row: dict) -> Case | Skip:
     ranks = tuple(n * per_node + g for n in range(nodes) for g in range(gpn))
     algos, exclude = _algos(field(row, "algo_env", "text", ""))
     return Case(rid, family, spec, ranks, collective, size, _sweep(row), algos, exclude, metric, float(measured),
-                row.get("trust", "high"), _nccl_version(field(row, "nccl_version", "text", "")), harness_overhead(row))
+                row.get("trust", "high"), _nccl_version(field(row, "nccl_version", "text", "")), harness_overhead(row),
+                doubtful(field(row, "source", "text", "")))
 
 
 def _nccl_version(text: str) -> tuple[int, ...] | None:
