@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fabricsim.cli.validate import accuracy_table
-from fabricsim.validation.accuracy import Prediction, set_aside, summary
+from fabricsim.validation.accuracy import Prediction, set_aside_summary, summary
 from fabricsim.validation.calibration import cases
 from fabricsim.validation.set_aside import DOUBTFUL_SOURCES, doubtful
 
@@ -39,7 +39,7 @@ def test_set_aside_rows_are_in_no_group_but_printed_with_the_reason():
     assert [p.case.set_aside != "" for p in preds] == [False, False, True]
     groups = {g[0]: g for g in summary(preds)}
     assert groups["all"][1] == 2 and abs(groups["all"][2] - 10.0) < 1e-9 and abs(groups["all"][3] - 10.0) < 1e-9
-    (reason, n, med, p90), = set_aside(preds)
+    (reason, n, med, p90), = set_aside_summary(preds)
     assert reason == doubtful(DOUBTED) and n == 1 and abs(med - 300.0) < 1e-9
     table = accuracy_table(preds, [], show_rows=True)
     doubted_line = next(line for line in table.splitlines() if line.startswith("coll-doubted"))

@@ -316,7 +316,7 @@ class CallChunks:
     copy_stages: int  # extra pipeline stages of the kernel (NVLS scatter / gather copies)
     message: int  # payload bytes per network message (a slice of a Simple ring, else a chunk; p2p: its chunk)
     post: float  # s the proxy thread spends per network message (NCCL's network post overhead)
-    stage: float = 1.0  # fraction of a chunk a pipeline stage moves before the next can start (stage_fraction)
+    stage: float  # fraction of a chunk a pipeline stage moves before the next can start (stage_fraction)
 
 
 def call_chunks(comm: CommPlan, family: str, protocol: str, collective: str, nbytes: int, nranks: int,

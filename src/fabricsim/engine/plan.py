@@ -136,8 +136,8 @@ class Pricing:
     proxy_rate: float  # payload bytes/s one GPU's proxy thread posts to the network (message / post overhead)
     algbw_cap: float  # bytes/s: NCCL's per-channel caps (tuning.cc) on this call's algorithm bandwidth; inf if none
     cap_source: str  # which tuning.cc table the cap comes from
-    stage: float = 0.0  # fraction of a chunk a pipeline stage inside a node hands on at once (0: no stage pacing)
-    stage_net: np.ndarray | None = None  # Plan.stage_net: pipelined repetitions that cross the network (whole chunks)
+    stage: float  # fraction of a chunk a pipeline stage inside a node hands on at once (0: no stage pacing)
+    stage_net: np.ndarray | None  # Plan.stage_net: pipelined repetitions that cross the network (whole chunks)
 
 
 def call_model(topo: Topology, call: Call) -> ProtocolModel:
