@@ -45,7 +45,7 @@ def test_set_aside_rows_are_in_no_group_but_printed_with_the_reason():
     doubted_line = next(line for line in table.splitlines() if line.startswith("coll-doubted"))
     assert doubted_line.endswith("set aside")
     assert not any(line.endswith("set aside") for line in table.splitlines() if line.startswith("coll-good"))
-    assert f"set aside 1 rows (in no group above; median 300.0%, p90 300.0%): their own source doubts them: {reason}" in table
+    assert f"set aside 1 row (in no group above; median 300.0%, p90 300.0%): their own source doubts them: {reason}" in table
 
 
 def test_json_marks_the_row_and_lists_the_reason(capsys):

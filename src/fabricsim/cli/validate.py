@@ -42,7 +42,7 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
         lines.append(f"{fam:<10} {n:>5} {_pct(med)} {_pct(p90)}   {nn:>9} {_pct(nmed)} {_pct(np90)}")
     for reason, n, med, p90 in set_aside_summary(preds):
         lines.append("")
-        lines.append(f"set aside {n} rows (in no group above; median {_pct(med).strip()}, p90 {_pct(p90).strip()}): "
+        lines.append(f"set aside {n} row{'' if n == 1 else 's'} (in no group above; median {_pct(med).strip()}, p90 {_pct(p90).strip()}): "
                      f"their own source doubts them: {reason}")
     if skipped:
         lines.append("")
