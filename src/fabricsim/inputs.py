@@ -167,7 +167,10 @@ def _hints(cls: type) -> dict[str, typing.Any]:
     return _HINTS[cls]
 
 
+@functools.cache
 def _info(schema):
+    """The schema's msgspec type description, made once per schema (a pure function of the type, read and never
+    changed here: a calibration set's rows are each converted against the same few)."""
     import msgspec.inspect
 
     return _plain(msgspec.inspect.type_info(schema))

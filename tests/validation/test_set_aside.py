@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from fabricsim.cli.validate import accuracy_table
-from fabricsim.validation.accuracy import Prediction, set_aside, summary
+from fabricsim.validation.accuracy import Prediction, set_aside_summary, summary
 from fabricsim.validation.calibration import cases
 from fabricsim.validation.set_aside import DOUBTFUL_SOURCES, doubtful
 
@@ -39,13 +39,13 @@ def test_set_aside_rows_are_in_no_group_but_printed_with_the_reason():
     assert [p.case.set_aside != "" for p in preds] == [False, False, True]
     groups = {g[0]: g for g in summary(preds)}
     assert groups["all"][1] == 2 and abs(groups["all"][2] - 10.0) < 1e-9 and abs(groups["all"][3] - 10.0) < 1e-9
-    (reason, n, med, p90), = set_aside(preds)
+    (reason, n, med, p90), = set_aside_summary(preds)
     assert reason == doubtful(DOUBTED) and n == 1 and abs(med - 300.0) < 1e-9
     table = accuracy_table(preds, [], show_rows=True)
     doubted_line = next(line for line in table.splitlines() if line.startswith("coll-doubted"))
     assert doubted_line.endswith("set aside")
     assert not any(line.endswith("set aside") for line in table.splitlines() if line.startswith("coll-good"))
-    assert f"set aside 1 rows (in no group above; median 300.0%, p90 300.0%): their own source doubts them: {reason}" in table
+    assert f"set aside 1 row (in no group above; median 300.0%, p90 300.0%): their own source doubts them: {reason}" in table
 
 
 def test_json_marks_the_row_and_lists_the_reason(capsys):

@@ -23,7 +23,7 @@ def _finite(x):
 
 def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
     """Per-row and aggregate error table (text)."""
-    from fabricsim.validation.accuracy import set_aside, summary
+    from fabricsim.validation.accuracy import set_aside_summary, summary
 
     lines = []
     if show_rows:
@@ -40,9 +40,9 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
     lines.append(f"{'family':<10} {'rows':>5} {'median':>8} {'p90':>8}   {'nccl rows':>9} {'median':>8} {'p90':>8}")
     for fam, n, med, p90, nn, nmed, np90 in summary(preds):
         lines.append(f"{fam:<10} {n:>5} {_pct(med)} {_pct(p90)}   {nn:>9} {_pct(nmed)} {_pct(np90)}")
-    for reason, n, med, p90 in set_aside(preds):
+    for reason, n, med, p90 in set_aside_summary(preds):
         lines.append("")
-        lines.append(f"set aside {n} rows (in no group above; median {_pct(med).strip()}, p90 {_pct(p90).strip()}): "
+        lines.append(f"set aside {n} row{'' if n == 1 else 's'} (in no group above; median {_pct(med).strip()}, p90 {_pct(p90).strip()}): "
                      f"their own source doubts them: {reason}")
     if skipped:
         lines.append("")
@@ -168,7 +168,7 @@ def _added(path, fmt: str, level: str, summary_only: bool) -> None:
 
 
 def _print_accuracy(preds, skipped, fmt: str, summary_only: bool) -> None:
-    from fabricsim.validation.accuracy import set_aside, summary
+    from fabricsim.validation.accuracy import set_aside_summary, summary
 
     if fmt == "json":
         doc = {
@@ -178,7 +178,8 @@ def _print_accuracy(preds, skipped, fmt: str, summary_only: bool) -> None:
                      for p in sorted(preds, key=lambda p: p.case.id)],
             "summary": [dict(zip(("family", "rows", "median", "p90", "nccl_rows", "nccl_median", "nccl_p90"),
                                  map(_finite, s))) for s in summary(preds)],
-            "set_aside": [dict(zip(("reason", "rows", "median", "p90"), map(_finite, s))) for s in set_aside(preds)],
+            "set_aside": [dict(zip(("reason", "rows", "median", "p90"), map(_finite, s)))
+                          for s in set_aside_summary(preds)],
             "skipped": [{"id": s.id, "reason": s.reason} for s in skipped],
         }
         if summary_only:

@@ -78,16 +78,23 @@ def result(topo: Topology, plan: Plan, price: Pricing, drained: Drained, level: 
     busbw = algbw * BUSBW_FACTOR[plan.collective](plan.nranks) if plan.collective in BUSBW_FACTOR else algbw
     if invariants.ON:
         _check(topo, link_bytes, bandwidth_time)
-    bottlenecks, count = _bottlenecks(topo, loads, link_bytes, link_util)
     return Result(
         collective=plan.collective, algorithm=plan.algorithm, protocol=price.protocol, nranks=plan.nranks, nbytes=size,
         level=level, time=time, latency_time=latency_time, bandwidth_time=bandwidth_time, algbw=algbw, busbw=busbw,
         bound="latency-bound" if latency_time >= bandwidth_time else "bandwidth-bound",
-        limiter=_limiter(plan, price, drained, bottlenecks, slowdown),
-        bottlenecks=bottlenecks, bottleneck_count=count, link_bytes=link_bytes, link_util=link_util,
+        necks_of=partial(_necks, topo, plan, price, drained, loads, link_bytes, link_util, slowdown),
+        link_bytes=link_bytes, link_util=link_util,
         timeline_of=_timeline(plan, price, drained, t_sum, steady, slowdown), slices=p, slowdown=slowdown, topo=topo,
         connection_bytes=drained.wire_scale * _connection_bytes(plan.union),
     )
+
+
+def _necks(topo: Topology, plan: Plan, price: Pricing, drained: Drained, loads: LinkLoads, link_bytes: np.ndarray,
+           link_util: np.ndarray, slowdown: float) -> tuple[Limiter, tuple[Bottleneck, ...], int]:
+    """The Result's limiter, bottleneck links and their count, made when first read (a tuner assembles a Result per
+    candidate and keeps one)."""
+    bottlenecks, count = _bottlenecks(topo, loads, link_bytes, link_util)
+    return _limiter(plan, price, drained, bottlenecks, slowdown), bottlenecks, count
 
 
 def _check(topo: Topology, link_bytes: np.ndarray, bandwidth_time: float) -> None:

@@ -12,12 +12,10 @@ model first).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from fabricsim.engine import unit_cache
-from fabricsim.engine.call import Call, Job, check_comm, job_call, traffic_call
+from fabricsim.engine.call import Call, Job, job_call, traffic_call
 from fabricsim.engine.chunking import CommPlan
 from fabricsim.engine.plan import algbw_cap, call_chunks, call_model
 from fabricsim.engine.protocols import ProtocolModel
@@ -38,8 +36,7 @@ def least_time(topo: Topology, job: Job, *, steps: bool = False) -> float:
     if not steps or not unit_cache.by_unit(call):
         return least
     hop = float(np.min(model.step_hop_latency))
-    paid = sum(repeat for repeat, moves, windowed in _unit_steps(topo, call)
-               if moves and (call.algorithm == "ring" or not windowed or repeat <= 1))
+    paid = _paid_steps(topo, call)
     return (least + paid * hop) * (1 - ROUNDING_MARGIN) if paid * hop > 0 else least
 
 
@@ -50,14 +47,23 @@ def least_time_planned(topo: Topology, collective: str, algorithm: str, ranks: n
     schedule of the call with these `channels` gives this bound."""
     call = traffic_call(topo, collective=collective, algorithm=algorithm, nranks=len(ranks), nbytes=nbytes, copies=1,
                         ranks=ranks, protocol=protocol, channels=channels, connections=1, net_peer_bw=net_peer_bw,
-                        rotations=1)
-    call = replace(call, comm=check_comm(comm))
+                        rotations=1, comm=comm)
     return _least(call, call_model(topo, call))
 
 
 def _least(call: Call, model: ProtocolModel) -> float:
     """NCCL's base latency + the message over NCCL's per-channel cap, as engine.assemble adds them up."""
     return model.base_latency + call.nbytes / algbw_cap(model, call.channels, call_chunks(call, model))
+
+
+def _paid_steps(topo: Topology, call: Call) -> int:
+    """Steps (repetitions counted) of the call's schedule sure to pay a per-step hop latency: those that move bytes
+    at the unit message and are not pipeline windows (a ring's every step), kept in the topology's store of
+    structural data (the tuner bounds every candidate of every size by them)."""
+    assert call.schedule is not None, "a call timed by its unit has a schedule"
+    return topo.derive_structure(("unit_paid_steps", call.schedule, call.elem_size), lambda: sum(
+        repeat for repeat, moves, windowed in _unit_steps(topo, call)
+        if moves and (call.algorithm == "ring" or not windowed or repeat <= 1)))
 
 
 def _unit_steps(topo: Topology, call: Call) -> list[tuple[int, bool, bool]]:

@@ -81,7 +81,9 @@ def check_nbytes(nbytes) -> int:
 
 
 def check_ranks(topo: Topology, nranks: int, ranks) -> np.ndarray:
-    """The GPU rank of each of `nranks` schedule ranks (default 0..nranks-1), each a distinct GPU of `topo`."""
+    """The GPU rank of each of `nranks` schedule ranks (default 0..nranks-1), each a distinct GPU of `topo`. A list
+    of integers checked once is kept in the topology's store of structural data, read-only: the tuner times every
+    candidate of every size on the same ranks."""
     if nranks > topo.n_gpus:
         raise FabricsimError(f"the schedule has {nranks} ranks but topology '{topo.name}' has {topo.n_gpus} GPUs: "
                              "use fewer ranks or a larger cluster")
@@ -90,6 +92,10 @@ def check_ranks(topo: Topology, nranks: int, ranks) -> np.ndarray:
     arr = np.asarray(ranks)
     if arr.ndim != 1 or arr.shape[0] != nranks or arr.dtype.kind not in "iu":  # signed or unsigned integers
         raise FabricsimError(f"ranks must list {nranks} integer GPU ranks, one per schedule rank: got {arr.shape[0] if arr.ndim == 1 else arr.shape}")
+    return topo.derive_structure(("checked_ranks", arr.dtype.str, arr.tobytes()), lambda: _distinct_gpus(topo, arr))
+
+
+def _distinct_gpus(topo: Topology, arr: np.ndarray) -> np.ndarray:
     if arr.min() < 0 or arr.max() >= topo.n_gpus:
         raise FabricsimError(f"ranks must be GPU ranks 0..{topo.n_gpus - 1} of topology '{topo.name}': got {int(arr.min())}..{int(arr.max())}")
     if np.count_nonzero(np.bincount(arr) > 1):
@@ -141,10 +147,13 @@ def job_call(topo: Topology, job: Job) -> Call:
 
 
 def traffic_call(topo: Topology, *, collective: str, algorithm: str, nranks: int, nbytes, copies: int, ranks,
-                 protocol: str, channels: int, connections: int, net_peer_bw, rotations: int) -> Call:
-    """The checked Call of explicit step traffic (`engine.time_traffic`)."""
+                 protocol: str, channels: int, connections: int, net_peer_bw, rotations: int,
+                 comm: CommPlan | None = None) -> Call:
+    """The checked Call of explicit step traffic (`engine.time_traffic`; `comm`: NCCL's communicator, for a bound
+    on a call whose schedule is not built yet, engine.bound)."""
     if collective not in BUSBW_FACTOR:
         raise FabricsimError(f"unknown collective '{collective}': use one of {', '.join(BUSBW_FACTOR)}")
     _check_split(nranks, copies, rotations)
     return Call(collective, algorithm, nranks, copies, rotations, check_nbytes(nbytes), 1, check_ranks(topo, nranks, ranks),
-                _check_protocol(protocol), int(channels), int(connections), _check_peer_cap(net_peer_bw))
+                _check_protocol(protocol), int(channels), int(connections), _check_peer_cap(net_peer_bw),
+                comm=check_comm(comm))

@@ -42,7 +42,8 @@ P2P_NET_CHUNK = 128 << 10  # NCCL_P2P_NET_CHUNKSIZE default (src/init.cc:818)
 NET_OVERHEAD = 1e-6  # s per network post on Intel / Arm hosts (tuning.cc getNetOverhead; AMD 2 us)
 # ncclProtoGrainSize (src/include/device.h:328-334): LL 16 B; LL128 WARP_SIZE x NCCL_LL128_SHMEM_ELEMS_PER_THREAD /
 # NCCL_LL128_LINEELEMS x NCCL_LL128_DATAELEMS x 8 B = 32 x 8 / 16 x 15 x 8; Simple 512 B.
-GRAIN = {"ll": 16, "ll128": 32 * 8 // 16 * 15 * 8, "simple": 512}
+WARP_SIZE = 32  # threads per warp (src/include/device.h:90, v2.30.7-1)
+GRAIN = {"ll": 16, "ll128": WARP_SIZE * 8 // 16 * 15 * 8, "simple": 512}
 CHUNK_STEPS = {"all_reduce": 4, "all_gather": 4, "reduce_scatter": 4}  # *_CHUNKSTEPS = NCCL_STEPS/2; others 1
 NVLS_MAX_HEADS = K.MAX_NVLS_ARITY  # NCCL_MAX_NVLS_ARITY (src/include/device.h)
 
@@ -300,7 +301,7 @@ def stage_fraction(family: str, protocol: str, chunk: int, comm: CommPlan) -> fl
     if protocol == "simple":
         return 1.0
     if protocol == "ll128":
-        wave = _threads(family, protocol, comm) // 32 * GRAIN["ll128"]  # warps x one slice's data bytes each
+        wave = _threads(family, protocol, comm) // WARP_SIZE * GRAIN["ll128"]  # warps x one slice's data bytes each
         return min(1.0, wave / max(chunk, 1))
     return 0.0
 
@@ -316,7 +317,7 @@ class CallChunks:
     copy_stages: int  # extra pipeline stages of the kernel (NVLS scatter / gather copies)
     message: int  # payload bytes per network message (a slice of a Simple ring, else a chunk; p2p: its chunk)
     post: float  # s the proxy thread spends per network message (NCCL's network post overhead)
-    stage: float = 1.0  # fraction of a chunk a pipeline stage moves before the next can start (stage_fraction)
+    stage: float  # fraction of a chunk a pipeline stage moves before the next can start (stage_fraction)
 
 
 def call_chunks(comm: CommPlan, family: str, protocol: str, collective: str, nbytes: int, nranks: int,

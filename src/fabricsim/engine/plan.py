@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -136,12 +136,24 @@ class Pricing:
     proxy_rate: float  # payload bytes/s one GPU's proxy thread posts to the network (message / post overhead)
     algbw_cap: float  # bytes/s: NCCL's per-channel caps (tuning.cc) on this call's algorithm bandwidth; inf if none
     cap_source: str  # which tuning.cc table the cap comes from
-    stage: float = 0.0  # fraction of a chunk a pipeline stage inside a node hands on at once (0: no stage pacing)
-    stage_net: np.ndarray | None = None  # Plan.stage_net: pipelined repetitions that cross the network (whole chunks)
+    stage: float  # fraction of a chunk a pipeline stage inside a node hands on at once (0: no stage pacing)
+    stage_net: np.ndarray | None  # Plan.stage_net: pipelined repetitions that cross the network (whole chunks)
 
 
 def call_model(topo: Topology, call: Call) -> ProtocolModel:
-    """NCCL's protocol constants for this call (its algorithm, protocol, GPU generation, node count, channels)."""
+    """NCCL's protocol constants for this call (its algorithm, protocol, GPU generation, node count, channels), made
+    once per call shape and kept by the topology (a dict in its store, filled as calls are timed: the tuner bounds
+    and times every candidate of every size with the same few)."""
+    key = (call.algorithm, call.protocol, call.channels, call.collective, call.nranks, call.copies,
+           call.gpu_ranks.tobytes(), call.net_peer_bw)
+    known: dict = topo.derive(("call_models",), dict)
+    model = known.get(key)
+    if model is None:
+        model = known[key] = _call_model(topo, call)
+    return model
+
+
+def _call_model(topo: Topology, call: Call) -> ProtocolModel:
     nranks = call.nranks // call.copies
     n_nodes = int(np.count_nonzero(np.bincount(topo.gpu_domain[call.gpu_ranks[:nranks]])))
     model = protocol_model(call.algorithm, call.protocol, nccl_arch(topo, call.gpu_ranks), n_nodes, call.channels,
@@ -157,9 +169,17 @@ def call_chunks(call: Call, model: ProtocolModel, nbytes: int | None = None) -> 
     traffic (`engine.time_traffic`) is timed as given."""
     nranks = call.nranks // call.copies
     comm = call.comm or chunking.default_comm(call.channels, nranks, model.n_nodes)
-    chunks = chunking.call_chunks(comm, model.family, model.protocol, call.collective,
-                                  call.nbytes if nbytes is None else nbytes, nranks, model.n_nodes)
-    return chunks if call.schedule is not None else replace(chunks, copy_stages=0)
+    return _chunks(comm, model.family, model.protocol, call.collective, call.nbytes if nbytes is None else nbytes,
+                   nranks, model.n_nodes, call.schedule is not None)
+
+
+@lru_cache(maxsize=4096, typed=True)
+def _chunks(comm: chunking.CommPlan, family: str, protocol: str, collective: str, nbytes: int, nranks: int,
+            n_nodes: int, scheduled: bool) -> chunking.CallChunks:
+    """`chunking.call_chunks`, without the kernel's copy stages for explicit traffic: a pure function of these
+    values, made once per distinct call (the tuner bounds a candidate by it, then times it)."""
+    chunks = chunking.call_chunks(comm, family, protocol, collective, nbytes, nranks, n_nodes)
+    return chunks if scheduled else replace(chunks, copy_stages=0)
 
 
 def _calibrated(model: ProtocolModel, cal: calibrated.Calibrated | None) -> ProtocolModel:

@@ -74,7 +74,8 @@ class Result:
     `link_bytes`/`link_util` are per link of `topo` (wire bytes, fraction of physical capacity over `time`).
     `level` says which model produced the number ('flow' or 'analytical'). `limiter` says what bounds the
     bandwidth time: the busiest links (`bottlenecks`) or a rate cap, with its value and source. `timeline` is
-    built when first read (traces and tests read it; a tuner's or validation's thousands of results never do).
+    built when first read (traces and tests read it; a tuner's or validation's thousands of results never do), and
+    so are `limiter` and `bottlenecks` (reports read the pick's; the tuner's other candidates are never asked).
     """
 
     collective: str
@@ -89,9 +90,8 @@ class Result:
     algbw: float
     busbw: float
     bound: str  # 'latency-bound' | 'bandwidth-bound'
-    limiter: Limiter  # what bounds the bandwidth time (links, a per-peer network cap, NCCL's per-channel cap)
-    bottlenecks: tuple[Bottleneck, ...]  # the first few of the tied bottleneck links
-    bottleneck_count: int  # how many links tie as the bottleneck
+    necks_of: Callable[[], tuple[Limiter, tuple[Bottleneck, ...], int]] = field(compare=False)  # builds `limiter`,
+    # `bottlenecks` and `bottleneck_count` on first use
     link_bytes: np.ndarray
     link_util: np.ndarray
     timeline_of: Callable[[], Timeline] = field(compare=False)  # builds `timeline` on first use
@@ -99,6 +99,25 @@ class Result:
     slowdown: float  # bandwidth-time factor from sharing the fabric with other jobs (1: alone)
     topo: Topology
     connection_bytes: float = 0.0  # wire bytes one connection moves over the whole collective (mean over connections)
+
+    @cached_property
+    def _necks(self) -> tuple[Limiter, tuple[Bottleneck, ...], int]:
+        return self.necks_of()
+
+    @property
+    def limiter(self) -> Limiter:
+        """What bounds the bandwidth time (links, a per-peer network cap, NCCL's per-channel cap)."""
+        return self._necks[0]
+
+    @property
+    def bottlenecks(self) -> tuple[Bottleneck, ...]:
+        """The first few of the tied bottleneck links."""
+        return self._necks[1]
+
+    @property
+    def bottleneck_count(self) -> int:
+        """How many links tie as the bottleneck."""
+        return self._necks[2]
 
     @cached_property
     def timeline(self) -> Timeline:

@@ -121,9 +121,9 @@ RULES: tuple[Rule, ...] = (
     Rule("hwLat NVLINK CollNetChain Simple", (2, 18, 1), (2, 18, 6), 4.75, _SRC + "v2.18.5-1 " + _TUNE + ":68"),
     Rule("hwLat NET CollNetDirect Simple", (2, 18, 1), (2, 18, 6), 10.7, _SRC + "v2.18.5-1 " + _TUNE + ":76"),
     Rule("hwLat NET CollNetChain Simple", (2, 18, 1), (2, 18, 6), 14.0, _SRC + "v2.18.5-1 " + _TUNE + ":76"),
-    # CollNet busBw refinements: Chain x0.75 from its return in 2.14.3 (one TREE-pattern CollNet graph then served
-    # Direct and Chain, v2.17.1-1 src/init.cc:722-726) until 2.18.1 split the graphs, dropped it and gave Direct on
-    # sm90+ its x0.85
+    # CollNet busBw refinements: Chain x0.75 from its return in 2.14.3 (one TREE-pattern CollNet graph served Direct
+    # and Chain, v2.17.1-1 src/init.cc:722-726) until 2.18.1 dropped it and gave Direct on sm90+ its x0.85; the two
+    # still shared that graph (v2.18.1-1 src/init.cc:713) until 2.22.3 gave each its own (v2.22.3-1 init.cc:865-876)
     Rule("collnet_chain busBw factor", (2, 14, 3), (2, 17, 1), 0.75,
          _SRC + "v2.14.3-1 " + _TUNE + ":145, v2.17.1-1 " + _TUNE + ":168; gone in v2.18.1-1"),
     Rule("collnet_direct sm90 busBw factor", (2, 18, 1), None, 0.85, _SRC + "v2.18.1-1 " + _TUNE + ":182"),

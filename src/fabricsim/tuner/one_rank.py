@@ -50,7 +50,7 @@ def result(topo: Topology, collective: str, nbytes: int, rank: int, level: str) 
     return Result(collective=collective, algorithm=ALGORITHM, protocol=PROTOCOL, nranks=1, nbytes=nbytes,
                   level=level, time=time, latency_time=lat, bandwidth_time=bw_time, algbw=algbw,
                   busbw=algbw * bus_factor(collective, 1),
-                  bound="latency-bound" if lat >= bw_time else "bandwidth-bound", limiter=limiter, bottlenecks=(),
-                  bottleneck_count=0, link_bytes=zeros, link_util=zeros,
+                  bound="latency-bound" if lat >= bw_time else "bandwidth-bound", necks_of=lambda: (limiter, (), 0),
+                  link_bytes=zeros, link_util=zeros,
                   timeline_of=lambda: Timeline(np.array([0.0]), np.array([time]), np.zeros(1, dtype=np.int32)),
                   slices=1, slowdown=1.0, topo=topo)

@@ -131,9 +131,11 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     structure = schedules.structure_from_topology(topo, ranks)
     # A forced list may name any fabricsim schedule; an exclusion ('^nvls') narrows the library's own candidates.
     forced = algos is not None and not algos.exclude
-    pairs = candidates(topo, collective, ranks, "all" if forced else library, structure, nccl_version,
-                       ll128_rule=protos is None)
     rel = nccl_versions.release(nccl_version)
+    pairs = list(_known(topo, ("candidates", collective, ranks.tobytes(), "all" if forced else library, rel.asked,
+                               protos is None),
+                        lambda: tuple(candidates(topo, collective, ranks, "all" if forced else library, structure,
+                                                 nccl_version, ll128_rule=protos is None))))
     if forced and not any(rel.has_algorithm(a) for a in algos.names):
         raise FabricsimError(f"{rel.label} has no {', '.join(algos.names)}: give a newer {option('nccl_version')} "
                              "(tuner.nccl_versions lists when each algorithm arrived)")
@@ -152,17 +154,21 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     # which is all the first bound reads: one the time found rules out is never built)
     parts: dict[str, _CallParts] = {}
     jobs: dict[str, Job] = {}
+    pair_jobs: dict[tuple[str, str], Job] = {}
 
     def job_of(algo: str, proto: str) -> Job:
-        if algo not in jobs:
-            jobs[algo] = _job(collective, algo, proto, nbytes, ranks, elem_size, root, structure, parts[algo])
-        return replace(jobs[algo], protocol=proto)
+        if (algo, proto) not in pair_jobs:
+            if algo not in jobs:
+                jobs[algo] = _job(collective, algo, proto, nbytes, ranks, elem_size, root, structure, parts[algo])
+            pair_jobs[algo, proto] = replace(jobs[algo], protocol=proto)
+        return pair_jobs[algo, proto]
 
     guess = _nccl_guess(topo, collective, nbytes, ranks, nccl_version) if prune else {}
     queue = []
     for i, (algo, proto) in enumerate(pairs):
         if algo not in parts:
-            parts[algo] = _call_parts(topo, collective, algo, ranks, structure, nccl_version, chunk_env)
+            parts[algo] = _known(topo, ("call_parts", collective, algo, ranks.tobytes(), rel.asked, chunk_env),
+                                 lambda: _call_parts(topo, collective, algo, ranks, structure, nccl_version, chunk_env))
         bound = 0.0
         if prune:
             channels = _built_channels(algo, parts[algo])
@@ -186,6 +192,17 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
     _, i, res, job = timed[0]
     table = tuple((*pairs[k], t) for t, k, _, _ in timed)
     return Choice(pairs[i][0], pairs[i][1], res, table, job)
+
+
+def _known(topo: Topology, key: tuple, compute):
+    """What the tuner derives of the topology's structure alone for one call shape (its candidates, each
+    algorithm's channel plan and communicator), made once and kept in a dict in the topology's store of
+    structural data, which its calibrated variants share: a calibration fit's every evaluation asks again."""
+    known: dict = topo.derive_structure(("tuner_parts",), dict)
+    value = known.get(key)
+    if value is None:
+        value = known[key] = compute()
+    return value
 
 
 def _nccl_guess(topo: Topology, collective: str, nbytes: int, ranks: np.ndarray,

@@ -154,7 +154,7 @@ def summary(preds: list[Prediction]) -> list[tuple[str, int, float, float, int, 
     return out
 
 
-def set_aside(preds: list[Prediction]) -> list[tuple[str, int, float, float]]:
+def set_aside_summary(preds: list[Prediction]) -> list[tuple[str, int, float, float]]:
     """The rows left out of `summary` because their own source doubts them: (reason, n, median, p90) per reason."""
     reasons = sorted({p.case.set_aside for p in preds if p.case.set_aside})
     return [(r, *stats([p.error for p in preds if p.case.set_aside == r])) for r in reasons]
