@@ -3,6 +3,8 @@ computed directly, so every algorithm is checked on real numbers."""
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
 from fabricsim.errors import FabricsimError
@@ -70,8 +72,8 @@ def reference(collective: str, inputs: list[np.ndarray], op: str = "sum", root: 
     if collective == "all_gather":
         return [np.concatenate(xs) for _ in range(n)]
     if collective == "alltoall":
-        parts = [np.array_split(x, n) for x in xs]
-        return [np.concatenate([parts[i][r] for i in range(n)]) for r in range(n)]
+        block = np.stack(xs).reshape(n, n, xs[0].size // n)  # [i, j]: rank i's block for j (count_of: equal blocks)
+        return [block[:, r].flatten() for r in range(n)]
     return [xs[(r - 1) % n].copy() for r in range(n)]  # sendrecv: rank r receives from r-1
 
 
@@ -82,11 +84,14 @@ def _expand(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.repeat(starts, sizes) + offs
 
 
+_REDUCE = int(Op.REDUCE)  # a plain int: an int8 array compared with the IntEnum member costs a Python round trip
 BATCH_ELEMENTS = 1 << 20  # elements a batch of a step's repetitions moves, at most (bounds the index arrays)
 
 
 def _rotated(step: Step, chunks: np.ndarray, ks: np.ndarray) -> np.ndarray:
     """`chunks` in each repetition of `ks` (one row per repetition): `Step.chunks_at` for many repetitions."""
+    if step.repeat == 1:  # repetition 0 holds the chunks themselves (a turn by 0 is the identity)
+        return chunks[None, :]
     if step.stride == 0:
         return np.broadcast_to(chunks, (ks.shape[0], chunks.shape[0]))
     return rotate_chunks(chunks[None, :], step.period, ks[:, None] * step.stride)
@@ -98,47 +103,53 @@ def _run_step(step: Step, buf: np.ndarray, start: np.ndarray, size: np.ndarray, 
     indices of many repetitions are computed at once (the numpy calls per repetition are what costs)."""
     width = buf.shape[1]
     flat = buf.reshape(-1)  # a view: place_inputs makes buf C-contiguous
-    tr = np.arange(step.n_transfers)
-    inner = np.zeros(1, dtype=np.int64)
+    src, dst, src_chunk, dst_chunk, op = step.src, step.dst, step.src_chunk, step.dst_chunk, step.op
     if step.span is not None:  # one entry per chunk a transfer moves
-        tr = np.repeat(tr, step.span)
-        inner = _expand(np.zeros(step.n_transfers, dtype=np.int64), step.span)
+        tr = np.repeat(np.arange(step.n_transfers), step.span)
+        src, dst, src_chunk, dst_chunk, op = src[tr], dst[tr], src_chunk[tr], dst_chunk[tr], op[tr]
     ks = np.arange(step.repeat)
-    sc = _rotated(step, step.src_chunk[tr], ks) + inner  # (repetition, chunk transfer)
-    dc = _rotated(step, step.dst_chunk[tr], ks) + inner
+    sc, dc = _rotated(step, src_chunk, ks), _rotated(step, dst_chunk, ks)  # (repetition, chunk transfer)
+    if step.span is not None:
+        inner = _expand(np.zeros(step.n_transfers, dtype=np.int64), step.span)
+        sc, dc = sc + inner, dc + inner
     n_el = size[sc]
-    if np.any(n_el != size[dc]):
+    if (n_el != size[dc]).any():
         raise FabricsimError("internal: a schedule moves chunks of different sizes; report this schedule as a bug")
-    src_at = step.src[tr].astype(np.int64) * width + start[sc]  # first element of each chunk transfer, flat
-    dst_at = step.dst[tr].astype(np.int64) * width + start[dc]
-    reduce = step.op[tr] == Op.REDUCE
+    src_at = src.astype(np.int64) * width + start[sc]  # first element of each chunk transfer, flat
+    dst_at = dst.astype(np.int64) * width + start[dc]
+    reduce = op == _REDUCE
     any_reduce, any_copy = bool(reduce.any()), not bool(reduce.all())
-    ops = list(step.innet)
-    op_chunks = _rotated(step, np.array([o.chunk for o in ops], dtype=np.int64), ks).tolist()
-    moved = n_el.sum(axis=1)  # elements per repetition
+    ops = list(step.innet) if len(step.innet) else []
+    op_chunks = _rotated(step, step.innet.chunk, ks).tolist() if ops else []
+    moved = np.cumsum(n_el.sum(axis=1)).tolist()  # elements moved by repetitions 0..k
     k0 = 0
     while k0 < step.repeat:
-        k1 = k0 + max(1, int(np.searchsorted(np.cumsum(moved[k0:]), BATCH_ELEMENTS, side="right")))
+        before = moved[k0 - 1] if k0 else 0
+        k1 = max(k0 + 1, bisect_right(moved, before + BATCH_ELEMENTS))
         n = n_el[k0:k1].ravel()
         at = np.repeat(np.arange(n.shape[0]), n)  # the chunk transfer of each element moved
         offs = np.arange(at.shape[0]) - (np.cumsum(n) - n)[at]  # its place inside its chunk
         src_el = src_at[k0:k1].ravel()[at] + offs
         dst_el = dst_at[k0:k1].ravel()[at] + offs
-        reduce_el = np.tile(reduce, k1 - k0)[at] if any_reduce and any_copy else at[:0].astype(bool)
-        ends = np.cumsum(moved[k0:k1]).tolist()
+        if any_reduce and any_copy:
+            reduce_el = np.tile(reduce, k1 - k0)[at]
+            copy_el = ~reduce_el
+        ends = [m - before for m in moved[k0:k1]]
         for k, a, b in zip(range(k0, k1), [0] + ends, ends):
             vals = flat[src_el[a:b]]
-            pieces = [(o, start[c], start[c] + size[c]) for o, c in zip(ops, op_chunks[k])]
-            innet = [(o, s, e, buf[o.inputs, s:e]) for o, s, e in pieces if e > s]  # fancy indexing: a copy
-            dst = dst_el[a:b]
+            innet: list = []
+            if ops:
+                pieces = [(o, start[c], start[c] + size[c]) for o, c in zip(ops, op_chunks[k])]
+                innet = [(o, s, e, buf[o.inputs, s:e]) for o, s, e in pieces if e > s]  # fancy indexing: a copy
+            to = dst_el[a:b]
             if not any_reduce:
-                flat[dst] = vals
-            elif not any_copy:
-                ufunc.at(flat, dst, vals)
+                flat[to] = vals
+            elif not any_copy:  # ufunc.at: repeated targets reduce in turn (numpy 2: as fast as flat[to] += vals)
+                ufunc.at(flat, to, vals)
             else:
-                red = reduce_el[a:b]
-                flat[dst[~red]] = vals[~red]
-                ufunc.at(flat, dst[red], vals[red])
+                red, cp = reduce_el[a:b], copy_el[a:b]
+                flat[to[cp]] = vals[cp]
+                ufunc.at(flat, to[red], vals[red])
             for o, s, e, data in innet:
                 buf[o.outputs, s:e] = ufunc.reduce(data, axis=0, dtype=data.dtype) if o.op == Op.REDUCE else data[0]
         k0 = k1
