@@ -23,6 +23,7 @@ from fabricsim.engine.protocols import HOP_NET, ProtocolModel, nccl_arch, net_st
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules.model import StepTraffic
 from fabricsim.topology import calibrated
+from fabricsim.topology.derived import memo
 from fabricsim.topology.model import Topology
 from fabricsim.vocab import P2P_COLLECTIVES
 
@@ -142,15 +143,11 @@ class Pricing:
 
 def call_model(topo: Topology, call: Call) -> ProtocolModel:
     """NCCL's protocol constants for this call (its algorithm, protocol, GPU generation, node count, channels), made
-    once per call shape and kept by the topology (a dict in its store, filled as calls are timed: the tuner bounds
-    and times every candidate of every size with the same few)."""
+    once per call shape and kept by the topology (topology.derived.memo: the tuner bounds and times every candidate
+    of every size with the same few)."""
     key = (call.algorithm, call.protocol, call.channels, call.collective, call.nranks, call.copies,
            call.gpu_ranks.tobytes(), call.net_peer_bw)
-    known: dict = topo.derive(("call_models",), dict)
-    model = known.get(key)
-    if model is None:
-        model = known[key] = _call_model(topo, call)
-    return model
+    return memo(topo.derive, "call_models", key, lambda: _call_model(topo, call))
 
 
 def _call_model(topo: Topology, call: Call) -> ProtocolModel:

@@ -21,6 +21,7 @@ import numpy as np
 
 DERIVED_ENTRIES = 256  # entries kept per topology (a tuner sweep makes a few dozen: tables, routes, unit timings)
 DERIVED_BYTES = 1 << 30  # bytes of numpy arrays kept per topology (a 131,072-GPU sweep's routes and flows fit)
+MEMO_ENTRIES = 512  # small entries of one kind kept per topology (`memo`: a tuner sweep makes a few dozen call shapes)
 
 T = TypeVar("T")
 
@@ -106,3 +107,11 @@ class DerivedStore:
 
     def __repr__(self) -> str:
         return f"DerivedStore({len(self._entries)} entries, {self._bytes / 2**20:.1f} MiB)"
+
+
+def memo(derive: Callable[[Hashable, Callable[[], DerivedStore]], DerivedStore], kind: str, key: Hashable,
+         compute: Callable[[], T]) -> T:
+    """`compute()` kept under `key` in a bounded store of its own, itself kept under (`kind`,) by `derive` (a
+    topology's `derive` or `derive_structure`): many small entries of one kind (one per call shape) that neither
+    grow without bound nor push the topology's large entries (routing tables, routes) out of its store."""
+    return derive((kind,), lambda: DerivedStore(max_entries=MEMO_ENTRIES)).get(key, compute)

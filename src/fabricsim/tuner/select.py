@@ -22,6 +22,7 @@ from fabricsim.engine.bound import least_time, least_time_planned
 from fabricsim.engine.chunking import ChunkEnv, CommPlan
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError, option
+from fabricsim.topology.derived import memo
 from fabricsim.topology.model import Topology
 from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner import nccl_graph, nccl_model, nccl_versions, one_rank
@@ -196,13 +197,9 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
 
 def _known(topo: Topology, key: tuple, compute):
     """What the tuner derives of the topology's structure alone for one call shape (its candidates, each
-    algorithm's channel plan and communicator), made once and kept in a dict in the topology's store of
-    structural data, which its calibrated variants share: a calibration fit's every evaluation asks again."""
-    known: dict = topo.derive_structure(("tuner_parts",), dict)
-    value = known.get(key)
-    if value is None:
-        value = known[key] = compute()
-    return value
+    algorithm's channel plan and communicator), made once and kept by the topology's store of structural data
+    (topology.derived.memo), which its calibrated variants share: a calibration fit's every evaluation asks again."""
+    return memo(topo.derive_structure, "tuner_parts", key, compute)
 
 
 def _nccl_guess(topo: Topology, collective: str, nbytes: int, ranks: np.ndarray,
