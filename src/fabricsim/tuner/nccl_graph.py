@@ -35,6 +35,9 @@ class NcclSystem:
     net_unpack: the plugin's netDeviceType is UNPACK (GPUDirect-TCPX): NCCL doubles its collective channels.
     intra_type: 'nvl' if GPUs reach each other over NVLink, else 'pci'. inter_type: GPU->NIC path type
     ('pix', 'pxb', 'pxn', 'phb', ...), which gates LL128.
+    host_ring_cap: on one node whose ring hops all climb to one CPU (PCIe P2P off, or GPUs on separate root ports),
+    the most per-channel bandwidth their links carry (each link's bw over the hops of one ring crossing it, as
+    followPath takes it), before the Intel charge; 0 where the hops do not go through the CPU.
     """
 
     n_ranks: int
@@ -57,6 +60,7 @@ class NcclSystem:
     nvlink_mesh: tuple[tuple[int, ...], ...] = ()
     gpu_nics: int = 1
     net_unpack: bool = False
+    host_ring_cap: float = 0.0
     source: str = ""
     version: tuple[int, int, int] = nccl_versions.NEWEST  # the NCCL release whose rules apply (tuner.nccl_versions)
 
@@ -139,6 +143,9 @@ def _count(system: NcclSystem, pattern: str, bw_intra: float, bw_inter: float, m
         return min(best, _fit(cap, bw_intra))
     if not inter:  # ring / chain inside a node: one NVLink (or PCIe) out and one in per GPU per channel
         peer = system.nvlink_peer_bw if (system.intra_type == "nvl" and system.nvlink_peer_bw) else None
+        if system.host_ring_cap:  # PATH_PHB hops through the CPU: Intel root complexes cost 6/5 (followPath)
+            charge = K.INTEL_P2P_OVERHEAD if system.cpu_vendor == "intel" else 1.0
+            return min(best, _fit(system.host_ring_cap, bw_intra * charge))
         n = _fit(cap, bw_intra)
         return min(best, n if peer is None or bw_intra <= peer else 0)
     # multi-node ring/tree: each channel crosses ppn-1 intra hops, spread evenly over the node's GPUs
