@@ -5,8 +5,9 @@ A log's figures depend on the NCCL that ran it. Every row of `RULES` says what a
 commits' notes), and `release(version)` resolves them for one release into a `Release` the tuner reads: which
 algorithms exist, where LL128 is on by default, how many channels Ring/Tree and NVLS calls get, NVLS chunk
 rules, point-to-point channels per network peer, and the tuning constants NCCL's own cost model (tuner.nccl_model)
-uses in that release (2.30.7's formulas with that release's constants: an approximation where a release's formulas
-differ, said beside the rows concerned). The engine's physical costs (per-step latencies, per-channel caps) stay those of the newest
+uses in that release (2.30.7's formulas with that release's constants, and the formulas that changed where a row
+says so: NVLS / NVLSTree busBw before 2.28.3, Tree's TREE-pattern factor; elsewhere an approximation where a
+release's formulas differ, said beside the rows concerned). The engine's physical costs (per-step latencies, per-channel caps) stay those of the newest
 release modelled (engine.protocols): a release changes what NCCL runs, not the hardware.
 
 Versions are (major, minor, patch); a version given without its patch (2.18) is read as the last patch of that
@@ -134,6 +135,22 @@ RULES: tuple[Rule, ...] = (
     Rule("perChMaxRingLL128Bw Blackwell", (2, 28, 7), (2, 29, 7), (73.4, 34.6, 73.4), _SRC + "v2.28.9-1 " + _TUNE + ":179"),
     Rule("perChMaxTreeLL128Bw Blackwell", (2, 25, 1), (2, 27, 7), (73.4, 73.4, 58.0), _SRC + "v2.27.7-1 " + _TUNE + ":182"),
     Rule("perChMaxTreeBw Blackwell", (2, 25, 1), (2, 27, 7), (77.4, 82.8, 72.0), _SRC + "v2.27.7-1 " + _TUNE + ":188"),
+    # NVLS / NVLSTree busBw before 2.28.3's nvlsEfficiency formula (tuner.nccl_model._nvls_before_2_28): the graph's
+    # bandwidth, then a fixed busBw -> algBw ratio; 2.19.1 took the smaller of intra and inter (NVLSTree: half the
+    # network from 3 nodes); 2.27.3 priced NVLS AllGather/ReduceScatter on its own line.
+    Rule("nvls busBw formula", (2, 17, 1), (2, 18, 1), "2.17",
+         _SRC + "v2.17.1-1 " + _TUNE + ":149,173 (NVLS x.75); v2.18.1-1 " + _TUNE + ":165,186-188 (NVLSTree x.70 n/(2(n-1)))"),
+    Rule("nvls busBw formula", (2, 18, 3), (2, 18, 6), "2.18.3",
+         _SRC + "v2.18.3-1 " + _TUNE + ":174,196-198 (NVLS x5/6, NVLSTree x.70 n/(2(n-1)))"),
+    Rule("nvls busBw formula", (2, 19, 1), (2, 26, 6), "2.19",
+         _SRC + "v2.19.1-1 " + _TUNE + ":175-176,199 (min(bwIntra, bwInter), NVLSTree bwInter/2 from 3 nodes; x5/6)"),
+    Rule("nvls busBw formula", (2, 27, 3), (2, 27, 7), "2.27",
+         _SRC + "v2.27.3-1 " + _TUNE + ":267-275,324 (2.19's, NVLS AllGather/ReduceScatter min(bwIntra (ppn-1)/ppn, "
+         "0.9 bwInter)); nvlsEfficiency from v2.28.3-1"),
+    # Tree busBw x0.85 where a tree graph has the TREE pattern, which the search forces on a node with one GPU of the
+    # communicator (v2.26.2-1 src/graph/search.cc:978, v2.29.2-1 :1067 `if (ngpus == 1) ... pattern = NCCL_TOPO_PATTERN_TREE`).
+    Rule("tree pattern busBw factor", (2, 26, 2), None, 0.85,
+         _SRC + "v2.26.2-1 " + _TUNE + ":261, v2.29.2-1 " + _TUNE + ":309 (maxTreePattern == NCCL_TOPO_PATTERN_TREE)"),
     Rule("perChMaxNVLSTreeBw", (2, 18, 1), (2, 27, 7), None, _SRC + "v2.28.3-1 " + _TUNE + ":193 (the table arrived in 2.28.3)"),
     Rule("perChMaxNVLSTreeBw Blackwell", (2, 28, 3), (2, 28, 3), (0.0, 96.0, 43.1), _SRC + "v2.28.3-1 " + _TUNE + ":197"),
     Rule("perChMaxNVLSTreeBw Blackwell", (2, 28, 7), (2, 29, 7), (0.0, 96.0, 43.8), _SRC + "v2.29.7-1 " + _TUNE + ":198"),
