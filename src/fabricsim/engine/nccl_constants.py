@@ -120,16 +120,3 @@ def compcap_index(compcap: int) -> int:
     return 3 if compcap >= 100 else 2 if compcap >= 90 else 1 if compcap >= 80 else 0
 
 
-def nvlink_bw_per_link(compcap: int) -> float:
-    """ncclTopoNVLinkBw (src/graph/topo.h): GB/s per NVLink as NCCL counts it."""
-    if compcap >= 100:
-        return 40.1  # SM100_NVLINK_BW
-    if compcap >= 90:
-        return 20.6  # SM90_NVLINK_BW
-    if compcap == 86:
-        return 12.0  # SM86_NVLINK_BW
-    if compcap >= 70:
-        return 20.0  # SM70/SM80_NVLINK_BW
-    if compcap >= 60:
-        return 18.0  # SM60_NVLINK_BW
-    return 20.0  # NCCL's fallback (SM80_NVLINK_BW)

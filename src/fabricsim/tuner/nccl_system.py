@@ -1,7 +1,7 @@
 """Build the NcclSystem NCCL's tuner would see from a fabricsim Topology.
 
 Link bandwidths are re-expressed the way NCCL's topology code counts them (src/graph/topo.h, topo.cc):
-NVLink = links x ncclTopoNVLinkBw(compcap), PCIe = width x code / 80 (x16: 12/24/48/96), NIC = speed_Mbps / 8000.
+NVLink = links x ncclTopoNVLinkBw(compcap) of the release (tuner.nccl_versions.graph_search), PCIe = width x code / 80 (x16: 12/24/48/96), NIC = speed_Mbps / 8000.
 
 NCCL's net devices are what the network plugin reports: one per NIC card, its ports fused (NCCL_NET_MERGE_LEVEL
 defaults to PORT, src/graph/topo.cc ncclTopoGetFusionEnv), or, for a plugin that groups the NICs local to a GPU
@@ -19,7 +19,6 @@ from fabricsim import hardware
 from fabricsim.errors import FabricsimError
 from fabricsim.routing import PathKind, route_pairs
 from fabricsim.topology.model import DeviceKind, Topology
-from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner import nccl_versions
 from fabricsim.tuner.nccl_graph import NcclSystem
 
@@ -137,7 +136,7 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None, versio
     if gpu.compute_capability <= 0:
         raise FabricsimError(f"{gpu.name} is not an NVIDIA GPU: NCCL's tuning model does not apply (RCCL differs)")
     compcap = int(round(gpu.compute_capability * 10))
-    per_link = K.nvlink_bw_per_link(compcap)
+    per_link = nccl_versions.graph_search(version, compcap).nvlink_bw  # ncclTopoNVLinkBw of the release
 
     # NCCL's search needs every GPU's links to carry a channel (search.cc followPath): the GPU with the fewest
     # working NVLinks sets the count, and NVLS needs every GPU on the NVSwitch
