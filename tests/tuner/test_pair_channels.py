@@ -6,21 +6,21 @@ ncclTopoDupChannels doubles the channels at speeds of 25 GB/s and more (not belo
 src/graph/connect.cc ncclTopoPostset doubles them again. 12 links of 20.6 GB/s (SM90_NVLINK_BW, topo.h): 4 x 60
 -> 8 x 30 search channels -> 16 run. (The 24 channels of nccl-tests#194's log are what NCCL 2.15.5-2.16.2 give
 on 12 links: no sm90 speed array yet, speeds 44 / 30 / 22, 22 GB/s a link, v2.16.2-1 search.cc:729, :893, topo.h
-SM80_NVLINK_BW; those releases' rules are not modelled, so this checks 2.30.7's.)
+SM80_NVLINK_BW; tests/tuner/test_graph_search_releases.py checks those releases' rules, this one 2.30.7's.)
 """
 
 from __future__ import annotations
 
 import pytest
 
-from fabricsim.engine import nccl_constants as K
 from fabricsim.topology import ClusterSpec, build
 from fabricsim.tuner.nccl_graph import NcclSystem, comm_channels, search_graphs
 from fabricsim.tuner.nccl_model import system_from_topology
+from fabricsim.tuner.nccl_versions import graph_search
 
 
 def _pair(links: int) -> NcclSystem:
-    bw = links * K.nvlink_bw_per_link(90)
+    bw = links * graph_search(None, 90).nvlink_bw
     return NcclSystem(n_ranks=2, n_nodes=1, ppn=2, compcap=90, nvlink_bw_per_gpu=bw, nvlink_peer_bw=bw, pcie_bw=48.0)
 
 
