@@ -118,3 +118,40 @@ def test_nvls_tree_plan_uses_nccls_nvls_heads_per_domain():
     topo = load_cluster("dgx-h100", nodes=2)
     job = select.plan_call(topo, "all_reduce", "nvls_tree", "simple", 1 << 30, np.arange(16))
     assert job.schedule.meta["heads"] == job.comm.nvls_heads == 8
+
+
+def test_nvls_busbw_follows_each_releases_formula():
+    """tuning.cc: before 2.28.3 NVLS / NVLSTree took min(bwIntra, bwInter) per channel (NVLSTree half the network
+    from 3 nodes) and x5/6 to algBw (2.19.1-2.27.7); 2.18.3-2.18.6 NVLSTree x.70 n/(2(n-1)); 2.28.3 nvlsEfficiency."""
+    h100 = dict(compcap=90, nvlink_bw_per_gpu=370.8, nic_bw=50.0, nics_per_node=8, has_nvswitch=True, nvls_support=True)
+
+    def nvls(version, algo, nodes):
+        s = NcclSystem(n_ranks=8 * nodes, n_nodes=nodes, ppn=8, **h100, version=version)
+        return nccl_graph.search_graphs(s)[algo], nccl_model.nccl_table(s, "all_reduce")[(algo, "Simple")][1]
+
+    for nodes in (2, 4):
+        g, bw = nvls((2, 26, 2), "NVLSTree", nodes)
+        inter = g.bw_inter if nodes <= 2 else g.bw_inter / 2
+        assert bw == pytest.approx(g.n_channels * min(g.bw_intra, inter) * 5 / 6)
+        g, bw = nvls((2, 18, 5), "NVLSTree", nodes)
+        assert bw == pytest.approx(g.n_channels * (g.bw_intra if nodes <= 2 else g.bw_inter) * 0.7 * nodes / (2 * (nodes - 1)))
+    g, bw = nvls((2, 26, 2), "NVLS", 1)
+    assert bw == pytest.approx(g.n_channels * min(g.bw_intra, g.bw_inter) * 5 / 6)
+    # 2.28.3 on: the NVLink side at nvlsEfficiency, x2 for AllReduce's two pipelined operations, then nRanks/nSteps
+    g, bw = nvls((2, 29, 2), "NVLS", 1)
+    intra = g.bw_intra * 0.85 * (g.n_channels - 1) / g.n_channels * 2
+    assert bw == pytest.approx(g.n_channels * min(intra, g.bw_inter) * 8 / 14)
+
+
+def test_tree_on_one_gpu_per_node_takes_the_tree_patterns_factor_from_2_26_2():
+    """search.cc forces the TREE pattern on a node with one GPU of the communicator; tuning.cc then prices Tree's
+    busBw x0.85 (from 2.26.2)."""
+    one = dict(n_ranks=10, n_nodes=10, ppn=1, compcap=90, nvlink_bw_per_gpu=370.8, pcie_bw=48.0, nic_bw=50.0,
+               nics_per_node=8, has_nvswitch=True)
+    bw = {v: nccl_model.nccl_table(NcclSystem(**one, version=v), "all_reduce")[("Tree", "Simple")][1]
+          for v in ((2, 25, 1), (2, 26, 2), (2, 29, 2))}
+    assert bw[(2, 26, 2)] == pytest.approx(0.85 * bw[(2, 25, 1)])
+    assert bw[(2, 29, 2)] == pytest.approx(bw[(2, 26, 2)])
+    eight = {**one, "n_ranks": 16, "n_nodes": 2, "ppn": 8}  # the balanced tree of a full node keeps its busBw
+    assert (nccl_model.nccl_table(NcclSystem(**eight), "all_reduce")[("Tree", "Simple")][1]
+            == nccl_model.nccl_table(NcclSystem(**eight, version=(2, 25, 1)), "all_reduce")[("Tree", "Simple")][1])

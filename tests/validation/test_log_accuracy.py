@@ -27,8 +27,7 @@ pytestmark = pytest.mark.costly  # seconds of work in one file: collected first 
 # figures (analytical engine level: 26.1%, 534.1%, 25.9%) rounded up, not the targets. Above p90 sit the
 # RTX 4090 boxes (+534% / +819%: lane widths and host path not stated); the A3 High log (+93%) runs GPUDirect-TCPX,
 # whose throughput per NIC no source gives (its NICs run at the catalog's network efficiency, the log measures
-# half of it); the p5 logs' mid sizes and the two-rack GB200 log await the mid-size pipeline and cross-rack MNNVL
-# mechanisms (see the cluster files' '# gap:' lines).
+# half of it); the p5 logs' mid sizes await the mid-size pipeline mechanism (see the cluster files' '# gap:' lines).
 BUSBW_MEDIAN_BOUND = 26.5
 BUSBW_P90_BOUND = 535.0
 TIME_MEDIAN_BOUND = 26.5
@@ -75,6 +74,16 @@ def test_cluster_files_load_build_and_say_what_they_cannot():
     assert not any("NCCL_BUFFSIZE" in g for g in gaps)  # applied from the environment (engine.chunking.ChunkEnv)
     assert not any("EFA" in g for g in gaps)  # EFA and its 4 devices per GPU are cluster fields (transport, nics)
     assert all("\n" not in g and " # " not in g and not g.startswith("#") for g in gaps)
+
+
+def test_the_two_rack_gb200_log_runs_nvls_off_as_its_manifest_said():
+    """OCI's GB200-v3.4 manifest of the README's date passes NCCL_NVLS_ENABLE=0 (the cluster file's nvls line): the
+    tuner picks neither NVLS nor NVLSTree on it, as it would with NVLS on."""
+    spec = load_spec(cluster_file("oke-gb200-128gpu-ar"))
+    assert spec.nvls is False and "NCCL_NVLS_ENABLE=0" in cluster_file("oke-gb200-128gpu-ar").read_text()
+    picks = [best(build(s), "all_reduce", 1 << 30, nccl_version="2.29.2", level="analytical").algorithm
+             for s in (spec, dataclasses.replace(spec, nvls=True))]
+    assert picks[0] in ("ring", "tree") and picks[1] == "nvls_tree"
 
 
 def test_four_of_eight_dgx_gpus_sit_alike():

@@ -34,7 +34,7 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
             nccl = f"{p.nccl_predicted:>10.1f} {p.nccl_error:>6.1f}" if p.nccl_predicted is not None else f"{'-':>10} {'-':>6}"
             lines.append(f"{c.id[:46]:<46} {c.collective:<14} {len(c.ranks):>5} {c.metric:<6} {c.measured:>9.2f} "
                          f"{p.predicted:>9.2f} {p.error:>6.1f} {p.algo + '/' + p.proto:<20} {nccl}"
-                         + ("  set aside" if c.set_aside else ""))
+                         + ("  set aside" if c.set_aside else "") + ("  corrected" if c.corrected else ""))
         lines.append("")
     lines.append("accuracy: absolute % error of busbw (time for latency rows)")
     lines.append(f"{'family':<10} {'rows':>5} {'median':>8} {'p90':>8}   {'nccl rows':>9} {'median':>8} {'p90':>8}")
@@ -44,6 +44,12 @@ def accuracy_table(preds, skipped, show_rows: bool = True) -> str:
         lines.append("")
         lines.append(f"set aside {n} row{'' if n == 1 else 's'} (in no group above; median {_pct(med).strip()}, p90 {_pct(p90).strip()}): "
                      f"their own source doubts them: {reason}")
+    fixed = sorted((p.case.id, p.case.corrected) for p in preds if p.case.corrected)
+    if fixed:
+        lines.append("")
+        lines.append(f"corrected {len(fixed)} row{'' if len(fixed) == 1 else 's'} (measured figure from the source's raw "
+                     "output, not the calibration file's; validation.errata):")
+        lines.extend(f"  {rid}: {why}" for rid, why in fixed)
     if skipped:
         lines.append("")
         lines.append(f"skipped {len(skipped)} rows:")
@@ -174,7 +180,8 @@ def _print_accuracy(preds, skipped, fmt: str, summary_only: bool) -> None:
         doc = {
             "rows": [{"id": p.case.id, "measured": p.case.measured, "predicted": p.predicted, "error_pct": p.error,
                       "metric": p.case.metric, "algo": p.algo, "proto": p.proto, "nccl_predicted": p.nccl_predicted,
-                      "nccl_error_pct": p.nccl_error, "set_aside": p.case.set_aside or None}
+                      "nccl_error_pct": p.nccl_error, "set_aside": p.case.set_aside or None,
+                      "corrected": p.case.corrected or None}
                      for p in sorted(preds, key=lambda p: p.case.id)],
             "summary": [dict(zip(("family", "rows", "median", "p90", "nccl_rows", "nccl_median", "nccl_p90"),
                                  map(_finite, s))) for s in summary(preds)],

@@ -93,6 +93,9 @@ LL128_THREAD_THRESHOLD = 8
 SIMPLE_THREAD_THRESHOLD = 64
 COLLNET_THREAD_THRESHOLD = 512
 PCI_BW = 12.0  # GB/s, Gen3 x16 (src/graph/topo.h); below it ring Simple uses 256 threads
+# followPath charges every PCIe link of a GPU's PATH_PHB path through an Intel x86 CPU 6/5 of the channel's
+# bandwidth (INTEL_P2P_OVERHEAD, v2.19.3-1 src/graph/topo.h:31, applied in src/graph/search.cc:72-76).
+INTEL_P2P_OVERHEAD = 6 / 5
 
 # Execution NVLS channels (src/transport/nvls.cc): SM90 16; SM100 24 on one node, 32 multi-node.
 NVLS_NCHANNELS_SM90 = 16
@@ -117,16 +120,3 @@ def compcap_index(compcap: int) -> int:
     return 3 if compcap >= 100 else 2 if compcap >= 90 else 1 if compcap >= 80 else 0
 
 
-def nvlink_bw_per_link(compcap: int) -> float:
-    """ncclTopoNVLinkBw (src/graph/topo.h): GB/s per NVLink as NCCL counts it."""
-    if compcap >= 100:
-        return 40.1  # SM100_NVLINK_BW
-    if compcap >= 90:
-        return 20.6  # SM90_NVLINK_BW
-    if compcap == 86:
-        return 12.0  # SM86_NVLINK_BW
-    if compcap >= 70:
-        return 20.0  # SM70/SM80_NVLINK_BW
-    if compcap >= 60:
-        return 18.0  # SM60_NVLINK_BW
-    return 20.0  # NCCL's fallback (SM80_NVLINK_BW)

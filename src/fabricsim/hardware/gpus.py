@@ -75,7 +75,10 @@ def _gpus() -> list[GPU]:
         GPU("H100-PCIe", "hopper", 9.0, 756 * T, 1513 * T, 80 * GB, 2.0e12, "nvlink4", 12, "pcie5", 350,
             source="H100 PCIe product brief PB-11133 via manuals.plus [S]: 80 GB HBM2e, '>2,000 GB/s', 350 W; "
                    "compute 756 / 1,513 TF dense [U]; NVLink bridge 600 GB/s bidir = 12 NVLink 4 links [S: "
-                   "Azure/azurehpc-health-checks#162: on NCv5 H100 PCIe 12 of the 18 links are active by design]",
+                   "Azure/azurehpc-health-checks#162: on NCv5 H100 PCIe 12 of the 18 links are active by design]; "
+                   "the 12 links carry 256.63 GB/s one way there (nvbandwidth device_to_device_memcpy_read_ce, "
+                   "customTests/azure_gpu_bandwidth.nhc), 21.4 GB/s a link, like the 20.9 of an 18-link SXM5 H100's "
+                   "~376 GB/s copy-engine writes (NVIDIA/nccl#1264) [D]",
             notes="NVLink only through 2-GPU bridges; compute figures not re-verified"),
         GPU("H800", "hopper", 9.0, 989.4 * T, 1978.9 * T, 80 * GB, 3.35e12, "nvlink4", 8, "pcie5", 700,
             source="H800 SXM: export variant of H100 SXM5 (same GH100 die, FP64 cut to ~1 TF, NVLink cut to "

@@ -25,7 +25,7 @@ PATH_ORDER = {name: i for i, name in enumerate(K.PATH_TYPES)}
 class NcclSystem:
     """What NCCL's tuner sees of a communicator, in NCCL's own units (GB/s as NCCL counts links).
 
-    nvlink_bw_per_gpu: NVLinks x per-link bw (18/20/20.6/40.1, see nccl_constants.nvlink_bw_per_link); 0 if none.
+    nvlink_bw_per_gpu: NVLinks x the release's per-link bw (2.30.7: 18/20/20.6/40.1; `search`); 0 if none.
     nvlink_peer_bw: best single GPU->GPU NVLink path without NVSwitch (DGX-1 mesh); None = nvlink_bw_per_gpu.
     nvlink_mesh: NVLinks between each pair of one node's GPUs when more than two are joined directly, without an
     NVSwitch (the DGX-1 cube-mesh), in NCCL's GPU order; () otherwise. NCCL's ring search runs on it (`ring_orders`).
@@ -35,6 +35,9 @@ class NcclSystem:
     net_unpack: the plugin's netDeviceType is UNPACK (GPUDirect-TCPX): NCCL doubles its collective channels.
     intra_type: 'nvl' if GPUs reach each other over NVLink, else 'pci'. inter_type: GPU->NIC path type
     ('pix', 'pxb', 'pxn', 'phb', ...), which gates LL128.
+    host_ring_cap: on one node whose ring hops all climb to one CPU (PCIe P2P off, or GPUs on separate root ports),
+    the most per-channel bandwidth their links carry (each link's bw over the hops of one ring crossing it, as
+    followPath takes it), before the Intel charge; 0 where the hops do not go through the CPU.
     """
 
     n_ranks: int
@@ -57,6 +60,7 @@ class NcclSystem:
     nvlink_mesh: tuple[tuple[int, ...], ...] = ()
     gpu_nics: int = 1
     net_unpack: bool = False
+    host_ring_cap: float = 0.0
     source: str = ""
     version: tuple[int, int, int] = nccl_versions.NEWEST  # the NCCL release whose rules apply (tuner.nccl_versions)
 
@@ -84,6 +88,16 @@ class NcclSystem:
     def release(self) -> nccl_versions.Release:
         """The rules of the system's NCCL release."""
         return nccl_versions.release(self.version)
+
+    @property
+    def search(self) -> nccl_versions.GraphSearch:
+        """The release's graph-search rules for the system's GPUs (per-link bw, speed arrays, duplication)."""
+        return nccl_versions.graph_search(self.version, self.compcap)
+
+    @property
+    def max_channels(self) -> int:
+        """MAXCHANNELS of the release: what ncclTopoPostset clamps to; the ring search gets half (src/init.cc)."""
+        return int(self.release.get("max channels"))
 
     @property
     def intra_cap(self) -> float:
@@ -139,6 +153,9 @@ def _count(system: NcclSystem, pattern: str, bw_intra: float, bw_inter: float, m
         return min(best, _fit(cap, bw_intra))
     if not inter:  # ring / chain inside a node: one NVLink (or PCIe) out and one in per GPU per channel
         peer = system.nvlink_peer_bw if (system.intra_type == "nvl" and system.nvlink_peer_bw) else None
+        if system.host_ring_cap:  # PATH_PHB hops through the CPU: Intel root complexes cost 6/5 (followPath)
+            charge = K.INTEL_P2P_OVERHEAD if system.cpu_vendor == "intel" else 1.0
+            return min(best, _fit(system.host_ring_cap, bw_intra * charge))
         n = _fit(cap, bw_intra)
         return min(best, n if peer is None or bw_intra <= peer else 0)
     # multi-node ring/tree: each channel crosses ppn-1 intra hops, spread evenly over the node's GPUs
@@ -146,14 +163,6 @@ def _count(system: NcclSystem, pattern: str, bw_intra: float, bw_inter: float, m
     while n > 0 and math.ceil(n * (ppn - 1) / ppn) * bw_intra > cap + 1e-6:
         n -= 1
     return n
-
-
-def _speeds(compcap: int, inter: bool) -> tuple[float, ...]:
-    if compcap >= 100:
-        return K.SPEEDS_INTER_SM100 if inter else K.SPEEDS_INTRA_SM100
-    if compcap >= 90:
-        return K.SPEEDS_INTER_SM90 if inter else K.SPEEDS_INTRA_SM90
-    return K.SPEEDS_INTER if inter else K.SPEEDS_INTRA
 
 
 def _max_total_bw(system: NcclSystem) -> tuple[float, float]:
@@ -178,11 +187,12 @@ def _better(pattern: str, n: int, bw_intra: float, bw_inter: float, ref: NcclGra
     return n * bw_intra > ref.n_channels * ref.bw_intra
 
 
-def _dup(graph: NcclGraph, pattern: str, compcap: int) -> NcclGraph:
-    """ncclTopoDupChannels: double the channels and halve their bandwidth when that is allowed."""
-    if graph.n_channels == 0 or pattern == "nvls" or graph.bw_intra < 25.0:
+def _dup(graph: NcclGraph, pattern: str, system: NcclSystem) -> NcclGraph:
+    """ncclTopoDupChannels: double the channels and halve their bandwidth when the release's rule allows it."""
+    rules = system.search
+    if graph.n_channels == 0 or (pattern == "nvls" and rules.dup_skips_nvls):
         return graph
-    if compcap > 80 and graph.bw_intra < 50.0 and graph.n_channels > 4:
+    if not rules.duplicates(graph.bw_intra, graph.n_channels, system.compcap):
         return graph
     dup = min(graph.n_channels * 2, graph.max_channels)
     div = -(-dup // graph.n_channels)
@@ -195,21 +205,24 @@ def ring_orders(system: NcclSystem) -> tuple[tuple[int, ...], ...]:
     channel, `nccl_ring_search.mesh_rings`); () when the node has an NVSwitch, PCIe only, or two GPUs."""
     if not system.nvlink_mesh:
         return ()
-    return mesh_rings(system.nvlink_mesh, system.compcap, system.pcie_bw, K.MAXCHANNELS // 2)[0]
+    return mesh_rings(system.nvlink_mesh, system.compcap, system.pcie_bw, system.max_channels // 2, system.search)[0]
 
 
 def _compute(system: NcclSystem, pattern: str, min_ch: int, max_ch: int) -> NcclGraph:
     """ncclTopoCompute's control flow over the capacity oracle `_count`; on one node of a direct NVLink mesh the
-    ring graph is the real search's (`ring_orders`)."""
+    ring graph is the real search's (`ring_orders`). The release's rules (`NcclSystem.search`) give the speed arrays,
+    the duplication rule and where it runs: between the passes from 2.19.3 (src/graph/search.cc), after pass 2 before,
+    when pass 2 raised only trees' bwIntra (and NVLS's, before 2.19.1 gave NVLS its bwInter step)."""
     inter = system.n_nodes > 1
     if pattern == "ring" and system.nvlink_mesh and not inter:
-        rings, bw, same = mesh_rings(system.nvlink_mesh, system.compcap, system.pcie_bw, max_ch)
+        rings, bw, same = mesh_rings(system.nvlink_mesh, system.compcap, system.pcie_bw, max_ch, system.search)
         if rings:
             return NcclGraph(len(rings), bw, bw, "nvl", system.inter_type, system.latency_inter_us, same, max_ch)
-    speeds = _speeds(system.compcap, inter)
+    rules = system.search
+    speeds = rules.speeds_inter if inter else rules.speeds_intra
     max_bw, total_bw = _max_total_bw(system)
     ndevs = system.ppn
-    if ndevs > 1 and pattern != "ring":
+    if ndevs > 1 and pattern != "ring" and rules.start_within_total:
         total_bw *= ndevs / (ndevs - 1)
     last = len(speeds) - 1
     gpus = system.ppn
@@ -225,7 +238,7 @@ def _compute(system: NcclSystem, pattern: str, min_ch: int, max_ch: int) -> Nccl
 
     # pass 1: highest speed that fits, then lower speeds while they are within ~2x of the best
     idx = 0
-    while (speeds[idx] > max_bw or speeds[idx] * min_ch > total_bw) and idx < last:
+    while (speeds[idx] > max_bw or (rules.start_within_total and speeds[idx] * min_ch > total_bw)) and idx < last:
         idx += 1
     graph: NcclGraph | None = None
     while True:
@@ -239,8 +252,9 @@ def _compute(system: NcclSystem, pattern: str, min_ch: int, max_ch: int) -> Nccl
         break
     if graph is None:
         return make(0, 0.0, 0.0)
-    # pass 2: duplicate channels, then try to raise the per-channel bandwidth
-    graph = _dup(graph, pattern, system.compcap)
+    # pass 2: duplicate channels (2.19.3+), then try to raise the per-channel bandwidth
+    if rules.dup_first:
+        graph = _dup(graph, pattern, system)
     idx = 0
     while speeds[idx] > graph.bw_inter and idx < last:
         idx += 1
@@ -248,10 +262,12 @@ def _compute(system: NcclSystem, pattern: str, min_ch: int, max_ch: int) -> Nccl
     lo = graph.n_channels
     hi = graph.n_channels if pattern == "nvls" else max_ch
     while idx > 0:
-        if pattern == "ring":
+        if pattern == "ring" and rules.dup_first:
             idx -= 1
             tmp_intra = tmp_inter = speeds[idx]
-        elif pattern == "nvls" and tmp_inter == graph.bw_inter and tmp_inter < tmp_intra * 2:
+        elif pattern == "ring":
+            break
+        elif pattern == "nvls" and rules.nvls_raise and tmp_inter == graph.bw_inter and tmp_inter < tmp_intra * 2:
             idx -= 1
             tmp_intra, tmp_inter = graph.bw_intra, speeds[idx]
         elif tmp_intra == graph.bw_intra and tmp_intra < tmp_inter * 2:
@@ -260,13 +276,13 @@ def _compute(system: NcclSystem, pattern: str, min_ch: int, max_ch: int) -> Nccl
         else:
             break
         graph = search(tmp_intra, tmp_inter, lo, hi, graph) or graph
-    return graph
+    return graph if rules.dup_first else _dup(graph, pattern, system)
 
 
 @lru_cache(maxsize=256)
 def search_graphs(system: NcclSystem) -> dict[str, NcclGraph]:
     """The graph each NCCL algorithm reads (src/init.cc: NVLS and NVLSTree share one, PAT reads Tree's)."""
-    ring = _compute(system, "ring", 1, K.MAXCHANNELS // 2)
+    ring = _compute(system, "ring", 1, system.max_channels // 2)
     tree = _compute(system, "tree", ring.n_channels, ring.n_channels)
     # init.cc aligns Tree and Ring to the smaller channel count
     n = min(ring.n_channels, tree.n_channels)
@@ -293,14 +309,14 @@ def _tail(g: NcclGraph) -> tuple:
 def comm_channels(system: NcclSystem, graphs: dict[str, NcclGraph]) -> int:
     """Execution channels `comm->nChannels` after ncclTopoPostset (src/graph/connect.cc)."""
     ring = graphs["Ring"]
-    n = min(K.MAXCHANNELS, 2 * ring.n_channels)
+    n = min(system.max_channels, 2 * ring.n_channels)
     chain = graphs["CollNetChain"]
     if chain.n_channels and chain.bw_intra > chain.bw_inter and system.n_ranks > system.n_nodes:
-        n = min(K.MAXCHANNELS, n + n // 2)
+        n = min(system.max_channels, n + n // 2)
     if system.compcap >= 90 and system.n_nodes > 1 and ring.bw_intra > 45.0 and n < 16:
-        n = min(K.MAXCHANNELS, 2 * n)
+        n = min(system.max_channels, 2 * n)
     if system.net_unpack and system.n_nodes > 1 and n < 16:  # unpack networks (src/graph/connect.cc:485-490)
-        n = min(K.MAXCHANNELS, 2 * n)
+        n = min(system.max_channels, 2 * n)
     if system.release.get("ring/tree channels raised to nvls channels") and graphs["NVLS"].n_channels:
         n = max(n, nvls_channels(system))  # connect.cc copyChannels up to comm->nvlsChannels (NCCL 2.22-2.27)
     return max(n, 1)

@@ -96,7 +96,10 @@ def _entry(s: NcclSystem, graphs: dict[str, NcclGraph], coll: str, algo: str, p:
     collnet = algo in ("CollNetDirect", "CollNetChain")
 
     bw = g.bw_intra if (nodes <= 2 or collnet) else g.bw_inter
-    if algo in ("NVLS", "NVLSTree"):
+    old_nvls = s.release.get("nvls busBw formula") if algo in ("NVLS", "NVLSTree") else None
+    if old_nvls is not None:
+        bw = _nvls_before_2_28(old_nvls, g, coll, algo, nodes, ppn, bw)
+    elif algo in ("NVLS", "NVLSTree"):
         if g.n_channels < 2:
             return 0.0, 0.0
         intra = g.bw_intra * K.NVLS_EFFICIENCY[cc] * (g.n_channels - 1) / g.n_channels
@@ -115,6 +118,8 @@ def _entry(s: NcclSystem, graphs: dict[str, NcclGraph], coll: str, algo: str, p:
         bus = min(bus / 3.8, ll_max_bw)
     if algo == "Tree" and p == 1:
         bus = min(bus * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), g.n_channels * T.per_ch_tree_ll128[cc][index2])
+    if algo == "Tree" and ppn == 1:  # one GPU per node: the search forces the TREE pattern
+        bus *= s.release.get("tree pattern busBw factor", 1.0)
     if algo == "PAT":
         bus *= 0.75
     if collnet and p != 2:
@@ -134,7 +139,9 @@ def _entry(s: NcclSystem, graphs: dict[str, NcclGraph], coll: str, algo: str, p:
         # needs the CollNet plugin's iallgather/ireducescatter and at most one GPU per head
         if not (s.collnet_ag_rs and s.collnet_support and s.ppn <= graphs["CollNetDirect"].n_channels):
             bus = 0.0
-    if algo == "Ring" or not (coll in ("all_gather", "reduce_scatter")):
+    if old_nvls is not None and coll == "all_reduce":
+        bus *= _NVLS_RATIO[old_nvls](algo, nodes)
+    elif algo == "Ring" or not (coll in ("all_gather", "reduce_scatter")):
         bus *= n / nsteps if algo in ("Ring", "NVLS", "NVLSTree") else 0.5
 
     lat = T.base_lat[algo][p]
@@ -172,6 +179,33 @@ def _entry(s: NcclSystem, graphs: dict[str, NcclGraph], coll: str, algo: str, p:
     elif algo == "PAT":
         lat += log_nodes * (inter_lat / 3.5) + n * 2.8
     return lat, bus
+
+
+def _nvls_before_2_28(formula: str, g: NcclGraph, coll: str, algo: str, nodes: int, ppn: float, bw: float) -> float:
+    """Per-channel bandwidth of NVLS / NVLSTree in the releases before nvlsEfficiency (tuner.nccl_versions
+    'nvls busBw formula'): 2.17-2.18 the graph's (`bw`), from 2.19.1 the smaller of intra and inter (NVLSTree: half
+    the network beyond 2 nodes), from 2.27.3 NVLS AllGather/ReduceScatter min(bwIntra (ppn-1)/ppn, 0.9 bwInter)."""
+    if formula in ("2.17", "2.18.3"):
+        return bw
+    if algo == "NVLSTree":
+        return min(g.bw_intra, g.bw_inter if nodes <= 2 else g.bw_inter / 2)
+    if formula == "2.27" and coll in ("all_gather", "reduce_scatter"):
+        return min(g.bw_intra * (ppn - 1) / ppn, g.bw_inter * 0.9)
+    return min(g.bw_intra, g.bw_inter)
+
+
+def _nvlstree_ratio_2_17(nodes: int) -> float:
+    """NVLSTree's busBw -> algBw ratio in 2.18.1-2.18.6: .70 x nNodes / (2 (nNodes - 1))."""
+    return 0.70 * nodes / (2 * (nodes - 1)) if nodes > 1 else 0.0
+
+
+# AllReduce busBw -> algBw ratio of NVLS / NVLSTree per pre-2.28.3 formula (the sources of 'nvls busBw formula').
+_NVLS_RATIO = {
+    "2.17": lambda algo, nodes: 0.75 if algo == "NVLS" else _nvlstree_ratio_2_17(nodes),
+    "2.18.3": lambda algo, nodes: 5.0 / 6.0 if algo == "NVLS" else _nvlstree_ratio_2_17(nodes),
+    "2.19": lambda algo, nodes: 5.0 / 6.0,
+    "2.27": lambda algo, nodes: 5.0 / 6.0,
+}
 
 
 @lru_cache(maxsize=1024)

@@ -1,7 +1,8 @@
 """NCCL's ring search inside one node whose GPUs are joined directly by NVLinks (no NVSwitch): the DGX-1
 hybrid cube-mesh. Which rings NCCL builds there decides which NVLinks carry the channels.
 
-This follows the control flow of src/graph/search.cc (NCCL 2.30.7) for an intra-node ring graph at path type
+This follows the control flow of src/graph/search.cc (NCCL 2.30.7; an older release's speeds, per-link bw and
+duplication rule from tuner.nccl_versions.graph_search) for an intra-node ring graph at path type
 NVL (direct NVLinks only):
 - ncclTopoCompute pass 1: from the fastest speed of the intra speed array that fits the best GPU-GPU path,
   search with sameChannels (every channel replays the first ring, budget NCCL_SEARCH_TIMEOUT_SAMECHANNELS
@@ -33,12 +34,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 from fabricsim.engine import nccl_constants as K
+from fabricsim.tuner.nccl_versions import GraphSearch, graph_search
 
 SEARCH_TIMEOUT = 1 << 14  # NCCL_SEARCH_TIMEOUT (src/graph/search.cc)
 SEARCH_TIMEOUT_SAMECHANNELS = 1 << 8  # NCCL_SEARCH_TIMEOUT_SAMECHANNELS
 SPEED_STEP_RATIO = 0.49  # ncclTopoCompute lowers the speed while speed[i+1] / best bw > .49
-DUP_MIN_BW = 25.0  # ncclTopoDupChannels: no duplication below 25 GB/s per channel ...
-DUP_SM80_BW, DUP_SM80_CHANNELS = 50.0, 4  # ... nor above sm80 below 50 GB/s with more than 4 channels
 
 Mesh = tuple[tuple[int, ...], ...]  # NVLinks between each pair of a node's GPUs (symmetric, 0 on the diagonal)
 Rings = tuple[tuple[int, ...], ...]
@@ -133,28 +133,35 @@ def _search(bw, speed, same, min_ch, max_ch, best, best_bw) -> tuple[Rings, floa
     return s.best, s.best_bw, s.time, s.best is not best
 
 
-def _speeds(compcap: int) -> tuple[float, ...]:
-    return K.SPEEDS_INTRA_SM100 if compcap >= 100 else K.SPEEDS_INTRA_SM90 if compcap >= 90 else K.SPEEDS_INTRA
+def _dup(rules: GraphSearch, compcap: int, best: Rings, best_bw: float, max_channels: int) -> tuple[Rings, float]:
+    """ncclTopoDupChannels under the release's rule."""
+    if not rules.duplicates(best_bw, len(best), compcap):
+        return best, best_bw
+    dup = min(2 * len(best), max_channels)
+    div = -(-dup // len(best))
+    return (best * div)[:dup], best_bw / div
 
 
 @lru_cache(maxsize=32)
-def mesh_rings(mesh: Mesh, compcap: int, pcie_bw: float,
-               max_channels: int = K.MAXCHANNELS // 2) -> tuple[Rings, float, bool]:
+def mesh_rings(mesh: Mesh, compcap: int, pcie_bw: float, max_channels: int = K.MAXCHANNELS // 2,
+               rules: GraphSearch | None = None) -> tuple[Rings, float, bool]:
     """(rings, GB/s per channel, sameChannels of the graph) NCCL's ring search finds on one node of GPUs joined by
     direct NVLinks, `mesh[a][b]` links between GPUs a and b (local indices in NCCL's GPU order); ((), 0.0, True)
     when no ring of direct NVLinks exists. `pcie_bw`: a GPU's PCIe link as NCCL counts it (totalBw is the larger
-    of it and the GPU's NVLinks)."""
-    per_link = K.nvlink_bw_per_link(compcap)
+    of it and the GPU's NVLinks). `rules`: the NCCL release's graph-search rules (None: the newest release's); before
+    2.19.3 duplication came last, with no pass 2 for rings (tuner.nccl_versions 'dup before pass 2, ring pass 2')."""
+    rules = rules or graph_search(None, compcap)
+    per_link = rules.nvlink_bw
     bw = [[links * per_link for links in row] for row in mesh]
     n = len(bw)
     if n < 2 or any(len(row) != n for row in bw):
         return (), 0.0, True
-    speeds = _speeds(compcap)
+    speeds = rules.speeds_intra
     max_bw = max(max(row) for row in bw)
     total_bw = max(pcie_bw, max(sum(row) for row in bw))
     last = len(speeds) - 1
     idx = 0
-    while (speeds[idx] > max_bw or speeds[idx] > total_bw) and idx < last:
+    while (speeds[idx] > max_bw or (rules.start_within_total and speeds[idx] > total_bw)) and idx < last:
         idx += 1
     best, best_bw, best_same = (), 0.0, False
     # pass 1
@@ -171,11 +178,9 @@ def mesh_rings(mesh: Mesh, compcap: int, pcie_bw: float,
         break
     if not best:
         return (), 0.0, True
-    # ncclTopoDupChannels
-    if best_bw >= DUP_MIN_BW and not (compcap > 80 and best_bw < DUP_SM80_BW and len(best) > DUP_SM80_CHANNELS):
-        dup = min(2 * len(best), max_channels)
-        div = -(-dup // len(best))
-        best, best_bw = (best * div)[:dup], best_bw / div
+    best, best_bw = _dup(rules, compcap, best, best_bw, max_channels)
+    if not rules.dup_first:  # duplication came last, and pass 2 raised no ring's speed
+        return best, best_bw, best_same
     # pass 2: raise the speed while the channel count holds
     idx = 0
     while speeds[idx] > best_bw and idx < last:

@@ -1,7 +1,7 @@
 """Build the NcclSystem NCCL's tuner would see from a fabricsim Topology.
 
 Link bandwidths are re-expressed the way NCCL's topology code counts them (src/graph/topo.h, topo.cc):
-NVLink = links x ncclTopoNVLinkBw(compcap), PCIe = width x code / 80 (x16: 12/24/48/96), NIC = speed_Mbps / 8000.
+NVLink = links x ncclTopoNVLinkBw(compcap) of the release (tuner.nccl_versions.graph_search), PCIe = width x code / 80 (x16: 12/24/48/96), NIC = speed_Mbps / 8000.
 
 NCCL's net devices are what the network plugin reports: one per NIC card, its ports fused (NCCL_NET_MERGE_LEVEL
 defaults to PORT, src/graph/topo.cc ncclTopoGetFusionEnv), or, for a plugin that groups the NICs local to a GPU
@@ -17,8 +17,8 @@ import numpy as np
 
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
+from fabricsim.routing import PathKind, route_pairs
 from fabricsim.topology.model import DeviceKind, Topology
-from fabricsim.engine import nccl_constants as K
 from fabricsim.tuner import nccl_versions
 from fabricsim.tuner.nccl_graph import NcclSystem
 
@@ -88,6 +88,37 @@ def _nvlink_mesh(topo: Topology, ranks: np.ndarray) -> tuple[tuple[int, ...], ..
     return tuple(tuple(int(x) for x in row) for row in mesh)
 
 
+def _host_ring_cap(topo: Topology, ranks: np.ndarray) -> float:
+    """NCCL's per-channel capacity of one node's ring (GB/s as NCCL counts PCIe) where its hops climb to the CPU.
+
+    Without P2P NCCL diverts a GPU pair's path through the CPU (v2.19.3-1 src/graph/paths.cc:548-559,
+    addInterStep), and GPUs on separate root ports reach each other through it anyway; followPath then takes the
+    channel's bandwidth from every link of every hop (src/graph/search.cc:67-103), so a PCIe switch uplink that k
+    of the ring's hops climb carries k times it. The ring is the GPUs in PCI order (the search's first try,
+    FORCED_ORDER_PCI, search.cc:517). 0 where a hop stays below a PCIe switch (P2P there) or crosses sockets
+    (PATH_SYS, whose CPU link NCCL counts otherwise: not modelled here), or the node has one GPU."""
+    node = ranks[topo.gpu_domain[ranks] == topo.gpu_domain[ranks[0]]]
+    if node.size < 2:
+        return 0.0
+    routes = route_pairs(topo, node, np.roll(node, -1))
+    if not np.isin(routes.path_kind, (PathKind.HOST, PathKind.PCIE)).all():
+        return 0.0
+    uses: dict[int, int] = {}
+    for p in range(routes.n_paths):
+        links = routes.path_links(p)
+        if not (topo.dev_kind[topo.link_dst[links]] == DeviceKind.CPU).any():
+            return 0.0  # P2P below a switch
+        for link in links.tolist():
+            uses[link] = uses.get(link, 0) + 1
+    caps = []
+    for link, n in uses.items():
+        tech = hardware.get_link(topo.techs[int(topo.link_tech[link])])
+        if tech.kind != "pcie":
+            return 0.0  # a CPU <-> CPU link: PATH_SYS
+        caps.append(_pcie_bw(tech.name, _lanes(topo, link, tech)) / n)
+    return min(caps)
+
+
 def system_from_topology(topo: Topology, ranks: np.ndarray | None = None, version=None) -> NcclSystem:
     """The NcclSystem of a communicator over `ranks` (default: every GPU) of `topo`, for NCCL `version`
     (tuner.nccl_versions.parse_version; None: the newest release modelled).
@@ -105,7 +136,7 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None, versio
     if gpu.compute_capability <= 0:
         raise FabricsimError(f"{gpu.name} is not an NVIDIA GPU: NCCL's tuning model does not apply (RCCL differs)")
     compcap = int(round(gpu.compute_capability * 10))
-    per_link = K.nvlink_bw_per_link(compcap)
+    per_link = nccl_versions.graph_search(version, compcap).nvlink_bw  # ncclTopoNVLinkBw of the release
 
     # NCCL's search needs every GPU's links to carry a channel (search.cc followPath): the GPU with the fewest
     # working NVLinks sets the count, and NVLS needs every GPU on the NVSwitch
@@ -155,5 +186,6 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None, versio
         inter_type="pxb" if features.get("gpudirect", True) else "phb",
         nvlink_peer_bw=peer, nvlink_mesh=_nvlink_mesh(topo, ranks) if peer is not None else (),
         latency_inter_us=plugin_latency * 1e6, gpu_nics=gpu_nics, net_unpack=transport.unpack,
+        host_ring_cap=_host_ring_cap(topo, ranks) if not n_links and n_nodes == 1 else 0.0,
         source=f"topology {topo.name}", version=nccl_versions.release(version).version,
     )

@@ -5,8 +5,9 @@ A log's figures depend on the NCCL that ran it. Every row of `RULES` says what a
 commits' notes), and `release(version)` resolves them for one release into a `Release` the tuner reads: which
 algorithms exist, where LL128 is on by default, how many channels Ring/Tree and NVLS calls get, NVLS chunk
 rules, point-to-point channels per network peer, and the tuning constants NCCL's own cost model (tuner.nccl_model)
-uses in that release (2.30.7's formulas with that release's constants: an approximation where a release's formulas
-differ, said beside the rows concerned). The engine's physical costs (per-step latencies, per-channel caps) stay those of the newest
+uses in that release (2.30.7's formulas with that release's constants, and the formulas that changed where a row
+says so: NVLS / NVLSTree busBw before 2.28.3, Tree's TREE-pattern factor; elsewhere an approximation where a
+release's formulas differ, said beside the rows concerned). The engine's physical costs (per-step latencies, per-channel caps) stay those of the newest
 release modelled (engine.protocols): a release changes what NCCL runs, not the hardware.
 
 Versions are (major, minor, patch); a version given without its patch (2.18) is read as the last patch of that
@@ -20,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from fabricsim.engine import nccl_constants as K
 from fabricsim.errors import FabricsimError
 
 Version = tuple[int, int, int]
@@ -93,6 +95,90 @@ RULES: tuple[Rule, ...] = (
          _SRC + "v2.20.3-1 src/graph/paths.cc:687-714 (2, halved while 2 x nRanks > 4 x channels)"),
     Rule("p2p channels per net peer", (2, 29, 2), None, "nic bandwidth",
          _SRC + "v2.29.2-1 src/graph/paths.cc:823-852 NCCL_P2P_PER_CHANNEL_NET_BW 14 GB/s"),
+    # -- graph search inputs (tuner.nccl_graph, tuner.nccl_ring_search) ------------------------------------------------
+    # ncclTopoNVLinkBw's per-link GB/s by architecture (src/graph/topo.h; a missing key falls through to the next
+    # older architecture as NCCL's chain of tests does: Hopper is SM80's 22.0 until SM90_NVLINK_BW arrived in 2.18.1).
+    # Releases before 2.10.3 (NVLINK_WIDTH 21.0 in 2.8.3-2.9.9, a single speed array) are read as 2.10.3's.
+    Rule("nvlink bw", (2, 4, 2), (2, 17, 1), {"sm60": 18.0, "sm70": 22.0, "sm80": 22.0, "sm86": 12.0},
+         _SRC + "v2.10.3-1 src/graph/topo.h:14-17 SM*_NVLINK_WIDTH; v2.17.1-1 src/graph/topo.h:14-17 SM*_NVLINK_BW"),
+    Rule("nvlink bw", (2, 18, 1), (2, 19, 4), {"sm60": 18.0, "sm70": 20.0, "sm80": 20.0, "sm86": 12.0, "sm90": 20.0},
+         _SRC + "v2.18.1-1 src/graph/topo.h:14-18; v2.19.4-1 src/graph/topo.h:14-18"),
+    Rule("nvlink bw", (2, 20, 3), (2, 24, 3), {"sm60": 18.0, "sm70": 20.0, "sm80": 20.0, "sm86": 12.0, "sm90": 20.6},
+         _SRC + "v2.20.3-1 src/graph/topo.h:17 SM90_NVLINK_BW 20.6"),
+    Rule("nvlink bw", (2, 25, 1), (2, 27, 3),
+         {"sm60": 18.0, "sm70": 20.0, "sm80": 20.0, "sm86": 12.0, "sm90": 20.6, "sm100": 40.0},
+         _SRC + "v2.25.1-1 src/graph/topo.h:19 SM100_NVLINK_BW 40.0; v2.27.3-1 src/graph/topo.h:21"),
+    Rule("nvlink bw", (2, 27, 5), None,
+         {"sm60": 18.0, "sm70": 20.0, "sm80": 20.0, "sm86": 12.0, "sm90": 20.6, "sm100": 40.1},
+         _SRC + "v2.27.5-1 src/graph/topo.h:21 SM100_NVLINK_BW 40.1; v2.30.7-1 src/graph/topo.h:19-24"),
+    # ncclTopoCompute's speed arrays (src/graph/search.cc); the sm90 arrays serve ccMin >= 90 from 2.16.5, the sm100
+    # ones ccMin >= 100 from 2.25.1 (v2.25.1-1 search.cc:1009-1013); before, Hopper searched the default arrays.
+    Rule("speeds intra", (2, 4, 2), (2, 17, 1), (44.0, 30.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
+         _SRC + "v2.10.3-1 src/graph/search.cc:710; v2.17.1-1 src/graph/search.cc:729"),
+    Rule("speeds intra", (2, 18, 1), None, K.SPEEDS_INTRA, _SRC + "v2.18.1-1 src/graph/search.cc:776; v2.30.7-1 :1051"),
+    Rule("speeds inter", (2, 4, 2), (2, 14, 3),
+         (48.0, 30.0, 24.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.10.3-1 src/graph/search.cc:711; v2.14.3-1 src/graph/search.cc:730"),
+    Rule("speeds inter", (2, 15, 1), (2, 17, 1),
+         (48.0, 30.0, 28.0, 24.0, 22.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.15.1-1 src/graph/search.cc:730; v2.17.1-1 src/graph/search.cc:730"),
+    Rule("speeds inter", (2, 18, 1), None, K.SPEEDS_INTER, _SRC + "v2.18.1-1 src/graph/search.cc:777; v2.30.7-1 :1052"),
+    Rule("speeds intra sm90", (2, 16, 5), (2, 17, 1), (66.0, 33.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
+         _SRC + "v2.16.5-1 src/graph/search.cc:734; v2.17.1-1 src/graph/search.cc:734"),
+    Rule("speeds intra sm90", (2, 18, 1), (2, 18, 6), (60.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
+         _SRC + "v2.18.1-1 src/graph/search.cc:781; v2.18.3-1 src/graph/search.cc:794"),
+    Rule("speeds intra sm90", (2, 19, 1), (2, 20, 5), (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 6.0, 3.0),
+         _SRC + "v2.19.1-1 src/graph/search.cc:802; v2.20.3-1 src/graph/search.cc:844"),
+    Rule("speeds intra sm90", (2, 21, 5), None, K.SPEEDS_INTRA_SM90, _SRC + "v2.21.5-1 src/graph/search.cc:855; v2.30.7-1 :1057"),
+    Rule("speeds inter sm90", (2, 16, 5), (2, 17, 1), (48.0, 45.0, 30.0, 24.0, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.16.5-1 src/graph/search.cc:735; v2.17.1-1 src/graph/search.cc:735"),
+    Rule("speeds inter sm90", (2, 18, 1), (2, 18, 1),
+         (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.18.1-1 src/graph/search.cc:782"),
+    Rule("speeds inter sm90", (2, 18, 3), (2, 19, 1),
+         (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.18.3-1 src/graph/search.cc:795; v2.19.1-1 src/graph/search.cc:803"),
+    Rule("speeds inter sm90", (2, 19, 3), None, K.SPEEDS_INTER_SM90, _SRC + "v2.19.3-1 src/graph/search.cc:844; v2.30.7-1 :1058"),
+    Rule("speeds intra sm100", (2, 25, 1), (2, 26, 6), (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0),
+         _SRC + "v2.25.1-1 src/graph/search.cc:940; v2.26.6-1 src/graph/search.cc:923"),
+    Rule("speeds intra sm100", (2, 27, 3), (2, 28, 9), (90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
+         _SRC + "v2.27.3-1 src/graph/search.cc:912; v2.28.3-1 src/graph/search.cc:962"),
+    Rule("speeds intra sm100", (2, 29, 2), None, K.SPEEDS_INTRA_SM100, _SRC + "v2.29.2-1 src/graph/search.cc:986; v2.30.7-1 :1063"),
+    Rule("speeds inter sm100", (2, 25, 1), (2, 26, 6),
+         (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.25.1-1 src/graph/search.cc:941"),
+    Rule("speeds inter sm100", (2, 27, 3), (2, 27, 3),
+         (47.9, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.27.3-1 src/graph/search.cc:913"),
+    Rule("speeds inter sm100", (2, 27, 5), (2, 27, 5),
+         (48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.27.5-1 src/graph/search.cc:963"),
+    Rule("speeds inter sm100", (2, 27, 6), (2, 29, 3),
+         (96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.27.6-1 src/graph/search.cc:963; v2.29.2-1 src/graph/search.cc:987"),
+    Rule("speeds inter sm100", (2, 29, 7), (2, 29, 7),
+         (96.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+         _SRC + "v2.29.7-1 src/graph/search.cc:988"),
+    Rule("speeds inter sm100", (2, 30, 3), None, K.SPEEDS_INTER_SM100, _SRC + "v2.30.3-1 src/graph/search.cc:996; v2.30.7-1 :1064"),
+    # channel duplication (ncclTopoDupChannels): 'bw25' doubles any graph of >= 25 GB/s per channel; 'sm80 25 sm90 50'
+    # (ccMin <= 80 && bw >= 25) || (ccMin <= 90 && bw >= 50); 'bw25 not sm80+ under 50 x4': >= 25 but not above sm80
+    # below 50 GB/s with more than 4 channels
+    Rule("dup channels", (2, 4, 2), (2, 16, 2), "bw25", _SRC + "v2.10.3-1 src/graph/search.cc:869; v2.16.2-1 :893"),
+    Rule("dup channels", (2, 16, 5), (2, 18, 1), "sm80 25 sm90 50", _SRC + "v2.16.5-1 src/graph/search.cc:898; v2.18.1-1 :954"),
+    Rule("dup channels", (2, 18, 3), None, "bw25 not sm80+ under 50 x4",
+         _SRC + "v2.18.3-1 src/graph/search.cc:970-971; v2.30.7-1 :1039-1040"),
+    Rule("max channels", (2, 4, 2), (2, 24, 3), 32,
+         _SRC + "v2.10.3-1 src/include/devcomm.h:49 MAXCHANNELS 32; v2.24.3-1 src/include/device.h:62"),
+    Rule("max channels", (2, 25, 1), None, K.MAXCHANNELS, _SRC + "v2.25.1-1 src/include/device.h:62 MAXCHANNELS 64"),
+    Rule("dup skips nvls", (2, 18, 1), None, True, _SRC + "v2.18.1-1 src/graph/search.cc:954 pattern != NVLS"),
+    # ncclTopoCompute's flow: until 2.19.1 it duplicated last, after a pass 2 that raised bwIntra of trees only;
+    # 2.19.3 duplicates between the passes and raises the speed of rings in pass 2 as well
+    Rule("dup before pass 2, ring pass 2", (2, 19, 3), None, True,
+         _SRC + "v2.19.3-1 src/graph/search.cc:993 ncclTopoDupChannels, :1005-1006 'increase bw for Ring'"),
+    Rule("search start within total bw", (2, 18, 3), None, True,
+         _SRC + "v2.18.3-1 src/graph/search.cc:856-857 speed x minChannels <= totalBw (maxBw only before)"),
+    Rule("nvls pass 2 raises bwInter", (2, 19, 1), None, True,
+         _SRC + "v2.19.1-1 src/graph/search.cc:962, :973 (NVLS took the trees' bwIntra step before)"),
     # -- kernels a default nccl-tests run does not use (reported, not applied) ----------------------------------------
     Rule("symmetric kernels (registered windows only)", (2, 27, 3), None, True,
          _SRC + "v2.27.3-1 src/enqueue.cc:342-371 (one node, buffers registered as symmetric windows: nccl-tests -R 2)"),
@@ -134,6 +220,22 @@ RULES: tuple[Rule, ...] = (
     Rule("perChMaxRingLL128Bw Blackwell", (2, 28, 7), (2, 29, 7), (73.4, 34.6, 73.4), _SRC + "v2.28.9-1 " + _TUNE + ":179"),
     Rule("perChMaxTreeLL128Bw Blackwell", (2, 25, 1), (2, 27, 7), (73.4, 73.4, 58.0), _SRC + "v2.27.7-1 " + _TUNE + ":182"),
     Rule("perChMaxTreeBw Blackwell", (2, 25, 1), (2, 27, 7), (77.4, 82.8, 72.0), _SRC + "v2.27.7-1 " + _TUNE + ":188"),
+    # NVLS / NVLSTree busBw before 2.28.3's nvlsEfficiency formula (tuner.nccl_model._nvls_before_2_28): the graph's
+    # bandwidth, then a fixed busBw -> algBw ratio; 2.19.1 took the smaller of intra and inter (NVLSTree: half the
+    # network from 3 nodes); 2.27.3 priced NVLS AllGather/ReduceScatter on its own line.
+    Rule("nvls busBw formula", (2, 17, 1), (2, 18, 1), "2.17",
+         _SRC + "v2.17.1-1 " + _TUNE + ":149,173 (NVLS x.75); v2.18.1-1 " + _TUNE + ":165,186-188 (NVLSTree x.70 n/(2(n-1)))"),
+    Rule("nvls busBw formula", (2, 18, 3), (2, 18, 6), "2.18.3",
+         _SRC + "v2.18.3-1 " + _TUNE + ":174,196-198 (NVLS x5/6, NVLSTree x.70 n/(2(n-1)))"),
+    Rule("nvls busBw formula", (2, 19, 1), (2, 26, 6), "2.19",
+         _SRC + "v2.19.1-1 " + _TUNE + ":175-176,199 (min(bwIntra, bwInter), NVLSTree bwInter/2 from 3 nodes; x5/6)"),
+    Rule("nvls busBw formula", (2, 27, 3), (2, 27, 7), "2.27",
+         _SRC + "v2.27.3-1 " + _TUNE + ":267-275,324 (2.19's, NVLS AllGather/ReduceScatter min(bwIntra (ppn-1)/ppn, "
+         "0.9 bwInter)); nvlsEfficiency from v2.28.3-1"),
+    # Tree busBw x0.85 where a tree graph has the TREE pattern, which the search forces on a node with one GPU of the
+    # communicator (v2.26.2-1 src/graph/search.cc:978, v2.29.2-1 :1067 `if (ngpus == 1) ... pattern = NCCL_TOPO_PATTERN_TREE`).
+    Rule("tree pattern busBw factor", (2, 26, 2), None, 0.85,
+         _SRC + "v2.26.2-1 " + _TUNE + ":261, v2.29.2-1 " + _TUNE + ":309 (maxTreePattern == NCCL_TOPO_PATTERN_TREE)"),
     Rule("perChMaxNVLSTreeBw", (2, 18, 1), (2, 27, 7), None, _SRC + "v2.28.3-1 " + _TUNE + ":193 (the table arrived in 2.28.3)"),
     Rule("perChMaxNVLSTreeBw Blackwell", (2, 28, 3), (2, 28, 3), (0.0, 96.0, 43.1), _SRC + "v2.28.3-1 " + _TUNE + ":197"),
     Rule("perChMaxNVLSTreeBw Blackwell", (2, 28, 7), (2, 29, 7), (0.0, 96.0, 43.8), _SRC + "v2.29.7-1 " + _TUNE + ":198"),
@@ -249,8 +351,6 @@ def tuning(rel: Release) -> Tuning:
 
 @lru_cache(maxsize=64)
 def _tuning(v: Version) -> Tuning:
-    from fabricsim.engine import nccl_constants as K  # the newest release's tables, overridden below
-
     base = {a: list(x) for a, x in K.BASE_LAT.items()}
     hw = [{a: list(x) for a, x in hop.items()} for hop in K.HW_LAT]
     tables = {"llMaxBw": [list(r) for r in K.LL_MAX_BW], "perChMaxRingLL128Bw": [list(r) for r in K.PER_CH_MAX_RING_LL128_BW],
@@ -274,3 +374,50 @@ def _tuning(v: Version) -> Tuning:
     return Tuning({a: tuple(x) for a, x in base.items()}, tuple({a: tuple(x) for a, x in hop.items()} for hop in hw),
                   freeze(tables["llMaxBw"]), freeze(tables["perChMaxRingLL128Bw"]), freeze(tables["perChMaxTreeLL128Bw"]),
                   freeze(tables["perChMaxTreeBw"]), freeze(tables["perChMaxNVLSTreeBw"]))
+
+
+@dataclass(frozen=True)
+class GraphSearch:
+    """ncclTopoCompute's inputs in one release for GPUs of one compute capability (the 'graph search' rules)."""
+
+    nvlink_bw: float  # ncclTopoNVLinkBw, GB/s per NVLink
+    speeds_intra: tuple[float, ...]  # candidate GB/s per channel inside a node
+    speeds_inter: tuple[float, ...]  # ... across nodes
+    dup: str  # ncclTopoDupChannels' rule ('dup channels')
+    dup_skips_nvls: bool
+    dup_first: bool  # duplicate between pass 1 and pass 2, and raise rings' speed in pass 2 (2.19.3+)
+    start_within_total: bool  # pass 1 starts at a speed whose minChannels fit the GPU's total bandwidth (2.18.3+)
+    nvls_raise: bool  # pass 2 raises NVLS's bwInter (2.19.1+); before, NVLS took the trees' bwIntra step
+
+    def duplicates(self, bw_intra: float, n_channels: int, compcap: int) -> bool:
+        """Whether ncclTopoDupChannels doubles a graph of `n_channels` at `bw_intra` GB/s per channel."""
+        if self.dup == "bw25":
+            return bw_intra >= 25.0
+        if self.dup == "sm80 25 sm90 50":
+            return (compcap <= 80 and bw_intra >= 25.0) or (compcap <= 90 and bw_intra >= 50.0)
+        return bw_intra >= 25.0 and not (compcap > 80 and bw_intra < 50.0 and n_channels > 4)
+
+
+def graph_search(version, compcap: int) -> GraphSearch:
+    """The graph-search rules of NCCL `version` (None: NEWEST) for compute capability `compcap` (x10)."""
+    return _graph_search(release(version).version, compcap)
+
+
+@lru_cache(maxsize=64)
+def _graph_search(v: Version, compcap: int) -> GraphSearch:
+    s = _release(v).settings
+    links = s["nvlink bw"]
+    # ncclTopoNVLinkBw's chain of tests; an architecture the release has no constant for falls through
+    tests = (("sm100", compcap >= 100), ("sm90", compcap >= 90), ("sm86", compcap == 86), ("sm80", compcap >= 80),
+             ("sm70", compcap >= 70), ("sm60", compcap >= 60))
+    nvlink_bw = next((links[k] for k, hit in tests if hit and k in links), links["sm80"])
+
+    def speeds(kind: str) -> tuple[float, ...]:
+        arch = "sm100" if compcap >= 100 else "sm90" if compcap >= 90 else ""
+        if arch == "sm100" and f"{kind} sm100" not in s:
+            arch = "sm90"
+        return tuple(s.get(f"{kind} {arch}", s[kind]) if arch else s[kind])
+
+    return GraphSearch(nvlink_bw, speeds("speeds intra"), speeds("speeds inter"), s["dup channels"],
+                       bool(s.get("dup skips nvls")), bool(s.get("dup before pass 2, ring pass 2")),
+                       bool(s.get("search start within total bw")), bool(s.get("nvls pass 2 raises bwInter")))

@@ -302,12 +302,12 @@ def p2p_channels_per_net_peer(system: nccl_model.NcclSystem, version=None) -> in
     rule = (system.release if version is None else nccl_versions.release(version)).get("p2p channels per net peer")
     graphs = nccl_graph.search_graphs(system)
     comm = nccl_graph.comm_channels(system, graphs)
-    p2p = _pow2_up(min(comm, K.MAXCHANNELS))
+    p2p = _pow2_up(min(comm, system.max_channels))
     if system.ppn > 1:
-        links = system.nvlink_bw_per_gpu / K.nvlink_bw_per_link(system.compcap) if system.intra_type == "nvl" else 1
+        links = system.nvlink_bw_per_gpu / system.search.nvlink_bw if system.intra_type == "nvl" else 1
         local = 2 * max(1, int(links))
     else:
-        local = K.MAXCHANNELS
+        local = system.max_channels
     if rule == "nic bandwidth":
         count, total = 0, 0.0
         while count < system.gpu_nics and (count == 0 or total < system.pcie_bw):
@@ -463,9 +463,9 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     # NCCL runs at most MAXCHANNELS channels (src/include/device.h:91), its graph search's count doubled and
     # clamped to it (src/graph/connect.cc:460 ncclTopoPostset: min(MAXCHANNELS, nChannels * 2)): a channel per NIC
     # rail stops there (an NVL72 domain has 72 NICs; NCCL's channels leave on 64 of them).
-    sched = min(sched, K.MAXCHANNELS)
+    sched = min(sched, system.max_channels)
     channels = max(int(channels), sched)
-    return sched, min(channels + (-channels) % sched, K.MAXCHANNELS // sched * sched)
+    return sched, min(channels + (-channels) % sched, system.max_channels // sched * sched)
 
 
 def _nccl_system(topo: Topology, ranks_key: bytes, version=None) -> nccl_model.NcclSystem:

@@ -24,6 +24,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.topology.presets import preset_spec
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.units import MAX_BYTES, parse_size
+from fabricsim.validation.errata import corrected_busbw
 from fabricsim.validation.set_aside import doubtful
 from fabricsim.vocab import COLLECTIVES, parse_algorithms
 
@@ -52,6 +53,7 @@ class Case:
     nccl_version: tuple[int, ...] | None = None  # (major, minor[, patch]) of the NCCL the row ran, where stated
     host_overhead: float = 0.0  # s the benchmark's timed region adds to each call around NCCL's kernel (harness_overhead)
     set_aside: str = ""  # why the row's own source doubts it (validation.set_aside); '' for a row scored
+    corrected: str = ""  # why `measured` is not the row's own figure (validation.errata); '' where it is
 
 
 # PyTorch's per-call host overhead of dist.all_reduce: "some 20-30us" (stas00/ml-engineering
@@ -274,6 +276,9 @@ def case_for(row: dict) -> Case | Skip:
         raise FabricsimError(f"field 'collective' is {collective!r}: it must be one of {', '.join(COLLECTIVES)}")
     size = field(row, "size_bytes", "bytes", None)
     metric, measured = ("busbw", field(row, "busbw_GBps", "measure", 0))
+    fix = corrected_busbw(rid)
+    if fix is not None:
+        measured = fix[0]
     if not measured:  # none, or printed as 0.00 (too small for nccl-tests' two decimals): score the time
         metric, measured = ("time", field(row, "time_us", "measure", 0))
     if not measured:
@@ -294,7 +299,7 @@ def case_for(row: dict) -> Case | Skip:
     algos, exclude = _algos(field(row, "algo_env", "text", ""))
     return Case(rid, family, spec, ranks, collective, size, _sweep(row), algos, exclude, metric, float(measured),
                 row.get("trust", "high"), _nccl_version(field(row, "nccl_version", "text", "")), harness_overhead(row),
-                doubtful(field(row, "source", "text", "")))
+                doubtful(field(row, "source", "text", "")), fix[1] if fix else "")
 
 
 def _nccl_version(text: str) -> tuple[int, ...] | None:
