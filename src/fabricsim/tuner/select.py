@@ -113,12 +113,20 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
          library: str = "nccl", root: int = 0, nccl_version=None,
          redop: str = "sum", dtype: str = "float", chunk_env: ChunkEnv | None = None,
          prune: bool = True) -> Choice:
-    """Time the candidates with the engine and return the fastest (ties: candidate order).
+    """Pick the algorithm and protocol as NCCL does and time the pick with the engine.
 
-    Candidates are timed in the order NCCL's own model ranks them, and one whose lower bound (engine.bound.least_time:
-    NCCL's base and per-step latencies, its per-channel cap) exceeds the fastest time found is not timed: it cannot
-    be the pick, nor tie with it, so the pick and its figures are those of timing every candidate (`prune=False`,
-    whose `Choice.table` lists them all).
+    NCCL picks each call's algorithm and protocol by its own cost model: the enabled (algorithm, protocol) whose
+    modelled time is least (v2.30.7-1 src/enqueue.cc topoGetAlgoInfo, src/graph/tuning.cc ncclTopoGetAlgoTime),
+    with the release's own formulas and graph (tuner.nccl_model, tuner.nccl_versions). So with `library='nccl'`
+    the pick is NCCL's model's favourite among the candidates, and the engine gives its time. Where the model
+    prices none of them (fabricsim-only schedules, `library='all'`, collectives it does not model) the pick is the
+    engine's fastest candidate (ties: candidate order).
+
+    With `prune` only the pick is timed when NCCL's model names it; otherwise candidates are timed in the order
+    NCCL's model ranks them, and one whose lower bound (engine.bound.least_time: NCCL's base and per-step
+    latencies, its per-channel cap) exceeds the fastest time found is not timed: it cannot be the fastest, nor tie
+    with it. The pick and its figures are those of timing every candidate (`prune=False`, whose `Choice.table`
+    lists them all, fastest first, so that it shows what the engine finds faster than NCCL's pick).
 
     `nccl_version` ('2.18.5', (2, 18), ...: tuner.nccl_versions.parse_version) selects the NCCL release whose
     rules apply (its algorithms, LL128 rule, channel counts, chunk sizes, point-to-point channels per network
@@ -164,7 +172,7 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
             pair_jobs[algo, proto] = replace(jobs[algo], protocol=proto)
         return pair_jobs[algo, proto]
 
-    guess = _nccl_guess(topo, collective, nbytes, ranks, nccl_version) if prune else {}
+    guess = _nccl_guess(topo, collective, nbytes, ranks, nccl_version)
     queue = []
     for i, (algo, proto) in enumerate(pairs):
         if algo not in parts:
@@ -179,6 +187,9 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
         queue.append((guess.get((NCCL_ALGO_NAMES.get(algo, ""), NCCL_PROTO_NAMES[proto]), math.inf), bound, i,
                       algo, proto))
     queue.sort(key=lambda q: q[:3])  # NCCL's model's favourite first: the likely pick, whose time rules out the rest
+    nccl_pick = queue[0][2] if library == "nccl" and math.isfinite(queue[0][0]) else None
+    if prune and nccl_pick is not None:
+        queue = queue[:1]
     timed: list[tuple[float, int, Result, Job]] = []
     for _, bound, i, algo, proto in queue:
         if prune and timed and bound > timed[0][0]:
@@ -190,7 +201,7 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
                        ranks=job.ranks, channels=job.channels, net_peer_bw=job.net_peer_bw, comm=job.comm)
         timed.append((res.time, i, res, job))
         timed.sort(key=lambda t: t[:2])  # ties: candidate order
-    _, i, res, job = timed[0]
+    _, i, res, job = timed[0] if nccl_pick is None else next(t for t in timed if t[1] == nccl_pick)
     table = tuple((*pairs[k], t) for t, k, _, _ in timed)
     return Choice(pairs[i][0], pairs[i][1], res, table, job)
 
