@@ -230,3 +230,12 @@ def test_a_run_file_option_named_twice_with_dash_and_underscore(tmp_path):
     path = write(tmp_path, "r.yaml", "model: llama3-8b\ncluster: dgx-h100\ngpus: 8\nglobal_batch: 64\nglobal-batch: 128\n")
     assert one_error(fabricsim("train", "--run", path)) == (
         f"{path}: 'global-batch' and 'global_batch' name the same option: keep one")
+
+
+@pytest.mark.parametrize("size, collective, smallest", [("0", "all_reduce", "4"), ("3", "all_reduce", "4"),
+                                                        ("512", "alltoall", "1,024")])
+def test_a_failures_size_below_one_element_is_refused(size, collective, smallest):
+    msg = one_error(fabricsim("whatif", "failures", "--cluster", "superpod-h100", "--gpus", "256", "--size", size,
+                              "--collective", collective, "--fail-count", "0..1", "--seeds", "1"))
+    assert msg.startswith(f"--size {size}: {collective} on 256 GPUs moves nothing below {smallest} bytes")
+    assert msg.endswith("give a larger size, e.g. --size 1G")
