@@ -277,13 +277,23 @@ def _check_values(s: ClusterSpec) -> None:
     _check_transport(s)
 
 
+def _nic_counts_near(nics: int, gpus: int) -> list[int]:
+    """The NIC counts next to `nics` that divide or are a multiple of `gpus` (the nearest below and above, and one
+    per GPU), as the fix a layout error offers."""
+    valid = [d for d in range(1, gpus + 1) if gpus % d == 0]
+    below = max((d for d in valid if d < nics), default=None)
+    above = min((d for d in valid if d > nics), default=-(-nics // gpus) * gpus)
+    return sorted({n for n in (below, above, gpus) if n is not None})
+
+
 def _check_layout(s: ClusterSpec, gpu) -> None:
     """NICs among GPUs, NVLinks, PCIe, hosts and racks: the combinations a server can have."""
     R, G = s.nics_per_node, s.gpus_per_node
     if R and R % G and G % R:
+        near = _nic_counts_near(R, G)
         raise FabricsimError(f"nics_per_node {R} neither divides nor is a multiple of gpus_per_node {G}: a cluster file "
                              "spreads NIC cards evenly among the GPUs; give the cards the GPUs use (e.g. the compute "
-                             f"NICs, {G // 2 or 1}, {G} or {2 * G})")
+                             f"NICs, {', '.join(map(str, near[:-1]))} or {near[-1]})")
     if s.nic_ports > 1:
         if not R:
             raise FabricsimError(f"nic_ports {s.nic_ports} needs NICs: set nics_per_node and nic, or nic_ports: 1")
