@@ -239,3 +239,20 @@ def test_a_failures_size_below_one_element_is_refused(size, collective, smallest
                               "--collective", collective, "--fail-count", "0..1", "--seeds", "1"))
     assert msg.startswith(f"--size {size}: {collective} on 256 GPUs moves nothing below {smallest} bytes")
     assert msg.endswith("give a larger size, e.g. --size 1G")
+
+
+@pytest.mark.parametrize("flag, value, expect", [
+    ("--degrade", "node0.gpu0", "--degrade 'node0.gpu0' must read SPEC:FACTOR"),
+    ("--degrade", "node0.gpu0:2", "--degrade 'node0.gpu0:2': factor '2' must be a number or fraction above 0"),
+    ("--fail", "random:2:foo", "--fail 'random:2:foo': unknown class 'foo'"),
+])
+def test_a_bad_fault_option_is_named_as_typed(flag, value, expect):
+    msg = one_error(fabricsim("perf", "all_reduce", "--cluster", "dgx-h100", flag, value))
+    assert msg.startswith(expect) and "faults." not in msg
+
+
+def test_a_bad_fault_from_python_is_named_as_the_keyword():
+    import fabricsim as fs
+
+    with pytest.raises(fs.FabricsimError, match=r"^degrade 'x' must read SPEC:FACTOR"):
+        fs.degrade(fs.cluster("dgx-h100"), "x")
