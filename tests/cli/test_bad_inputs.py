@@ -256,3 +256,10 @@ def test_a_bad_fault_from_python_is_named_as_the_keyword():
 
     with pytest.raises(fs.FabricsimError, match=r"^degrade 'x' must read SPEC:FACTOR"):
         fs.degrade(fs.cluster("dgx-h100"), "x")
+
+
+def test_a_report_of_a_file_that_is_no_results_offers_no_format_option(tmp_path):
+    path = write(tmp_path, "s.yaml", SWEEP)
+    assert one_error(fabricsim("report", path, "-o", str(tmp_path / "r.html"))) == (
+        f"results file {path}: suffix '.yaml' is no results format: give a .parquet or .csv file that `fabricsim "
+        "sweep` wrote")
