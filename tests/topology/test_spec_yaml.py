@@ -120,7 +120,19 @@ def test_unknown_cluster_lists_presets():
 
 def test_nic_speed_and_switch_kind_mismatch():
     _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, nic_gbps=800.0)), "slower than nic_gbps 800")
-    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, fabric="roce")), "'infiniband' switch but the fabric is 'roce'")
+    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, fabric="roce", nic="cx7-eth")),
+         r"^leaf_switch qm9700 is an 'infiniband' switch but the fabric is 'roce': pick an 'ethernet' switch \(sn5600\)$")
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(nic="cx7-eth"), r"^nic cx7-eth is an 'ethernet' NIC but the fabric is 'infiniband': pick an 'infiniband' NIC "
+                          r"\(cx5, cx6, cx7, cx8\)$"),
+    (dict(fabric="roce", leaf_switch="sn5600", spine_switch="sn5600"),
+     r"^nic cx7 is an 'infiniband' NIC but the fabric is 'roce': pick an 'ethernet' NIC \(cx5-eth, "),
+    (dict(spine_switch="pcie-switch5"), r"^spine_switch pcie-switch5 is a 'pcie' switch but the fabric is 'infiniband'"),
+])
+def test_a_part_of_the_other_network_is_refused_as_the_spec_is_made(changes, message):
+    _err(lambda: replace(preset_spec("dgx-h100"), nodes=2, **changes), message)
 
 
 def _changed(topo, field: str, index: int, value):

@@ -268,13 +268,28 @@ def _check_values(s: ClusterSpec) -> None:
         if missing:
             raise FabricsimError(f"fabric '{s.fabric}' needs {', '.join(missing)} (catalog part names, see `fabricsim topo "
                                  "show` of a preset); or set fabric: none")
-        hardware.get_nic(s.nic)
-        hardware.get_switch(s.leaf_switch)
-        hardware.get_switch(s.spine_switch)
+        _check_parts_speak(s)
     elif s.nics_per_node:
         hardware.get_nic(s.nic)
     _check_layout(s, gpu)
     _check_transport(s)
+
+
+def _check_parts_speak(s: ClusterSpec) -> None:
+    """The NIC's ports and the leaf and spine switches speak the fabric's network: InfiniBand parts on an
+    'infiniband' fabric, Ethernet parts on 'roce' / 'ethernet' (the catalog has a part per mode, e.g. cx7, cx7-eth)."""
+    want = "infiniband" if s.fabric == "infiniband" else "ethernet"
+    nic = hardware.get_nic(s.nic)
+    parts = [("nic", s.nic, hardware.get_link(nic.port_link).kind, "NIC",
+              [n.name for n in hardware.NICS.values() if hardware.get_link(n.port_link).kind == want])]
+    for role in ("leaf_switch", "spine_switch"):
+        name = getattr(s, role)
+        parts.append((role, name, hardware.get_switch(name).kind, "switch",
+                      [w.name for w in hardware.SWITCHES.values() if w.kind == want]))
+    for role, name, kind, what, fits in parts:
+        if kind != want:
+            raise FabricsimError(f"{role} {name} is {'a' if kind == 'pcie' else 'an'} {kind!r} {what} but the fabric is "
+                                 f"{s.fabric!r}: pick an {want!r} {what} ({', '.join(fits)})")
 
 
 def _nic_counts_near(nics: int, gpus: int) -> list[int]:
