@@ -89,7 +89,9 @@ def test_missing_key_and_not_a_mapping():
 
 def test_too_many_links_for_the_ports():
     spec = replace(preset_spec("dgx-h100"), nvswitch_chips=1)  # 8 x 18 links > 64 ports
-    _err(lambda: build(spec), r"has 144 links but only 64 ports")
+    _err(lambda: build(spec), r"has 144 links but only 64 ports: set nvswitch_chips to 3 or more \(nvswitch3 has 64 "
+                              r"ports\), or give each GPU fewer NVLinks \(nvlinks\)$")
+    assert build(replace(spec, nvswitch_chips=3)).n_gpus == 8
 
 
 def test_disconnected_gpus():
