@@ -1,5 +1,6 @@
 """ClusterSpec YAML round trip (spec and topology arrays) and every input error."""
 
+import re
 from dataclasses import fields, replace
 
 import numpy as np
@@ -85,6 +86,18 @@ def test_bad_fields(edit, match):
 def test_missing_key_and_not_a_mapping():
     _err("name: x\n", "missing key 'gpu': add it")
     _err("- 1\n- 2\n", "expected a mapping")
+
+
+@pytest.mark.parametrize("edit, message", [
+    ("gpu: L40S\n", "GPU L40S has no NVLink, so scaleup 'nvswitch' has nothing to join its GPUs: set scaleup: pcie and "
+                    "nvswitch_chips: 0"),
+    ("gpu: P100\n", "no NVSwitch in the catalog has nvlink1 ports \\(P100's NVLink\\): use scaleup 'nvlink-mesh' or "
+                    "'pcie' for this GPU"),
+])
+def test_a_gpu_its_scaleup_cannot_join_is_refused_as_the_file_is_read(tmp_path, edit, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE.replace("gpu: H100\n", edit))
+    _err(lambda: load_spec(path), f"^{re.escape(str(path))}: {message}$")
 
 
 def test_too_many_links_for_the_ports():

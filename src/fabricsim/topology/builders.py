@@ -207,8 +207,6 @@ def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus) -> None:
     """NVLink: GPU <-> domain NVSWITCH (count = links per GPU), the DGX-1 cube-mesh, or bridged GPU pairs."""
     if spec.scaleup == "pcie":
         return
-    if not gpu.scaleup_link or not gpu.scaleup_links:
-        raise FabricsimError(f"GPU {spec.gpu} has no NVLink: use scaleup 'pcie'")
     links = spec.nvlinks or gpu.scaleup_links
     if spec.scaleup == "nvlink-bridge" or (spec.scaleup == "nvlink-mesh" and spec.gpus_per_node == 2):
         # NVLink bridges (H100 / A100 PCIe, RTX 2080 Ti): GPUs 2i and 2i+1 joined by `links` NVLinks.

@@ -236,6 +236,13 @@ def nvls_supported(s: ClusterSpec) -> bool:
 def _check_values(s: ClusterSpec) -> None:
     """Checks across fields and against the hardware catalog (each field's own type and range: the annotations)."""
     gpu = hardware.get_gpu(s.gpu)
+    if s.scaleup != "pcie" and not (gpu.scaleup_link and gpu.scaleup_links):
+        raise FabricsimError(f"GPU {gpu.name} has no NVLink, so scaleup '{s.scaleup}' has nothing to join its GPUs: "
+                             "set scaleup: pcie" + (" and nvswitch_chips: 0" if s.nvswitch_chips else ""))
+    if s.scaleup in ("nvswitch", "nvl72") and not any(sw.kind == "nvswitch" and sw.port_link == gpu.scaleup_link
+                                                      for sw in hardware.SWITCHES.values()):
+        raise FabricsimError(f"no NVSwitch in the catalog has {gpu.scaleup_link} ports ({gpu.name}'s NVLink): use "
+                             "scaleup 'nvlink-mesh' or 'pcie' for this GPU")
     if s.scaleup == "nvl72":
         if s.domain_size % s.gpus_per_node:
             raise FabricsimError(
