@@ -84,7 +84,8 @@ def test_bad_fields(edit, match):
 
 
 def test_missing_key_and_not_a_mapping():
-    _err("name: x\n", "missing key 'gpu': add it")
+    _err("name: x\n", "^cluster YAML: missing keys 'gpu', 'nodes', 'gpus_per_node' and 'scaleup': add them ")
+    _err(BASE.replace("scaleup: nvswitch\n", ""), "^cluster YAML: missing key 'scaleup': add it ")
     _err("- 1\n- 2\n", "expected a mapping")
 
 
