@@ -263,3 +263,12 @@ def test_a_report_of_a_file_that_is_no_results_offers_no_format_option(tmp_path)
     assert one_error(fabricsim("report", path, "-o", str(tmp_path / "r.html"))) == (
         f"results file {path}: suffix '.yaml' is no results format: give a .parquet or .csv file that `fabricsim "
         "sweep` wrote")
+
+
+@pytest.mark.parametrize("args, first", [((), "Usage: fabricsim [OPTIONS] COMMAND [ARGS]..."),
+                                         (("topo",), "Usage: fabricsim topo [OPTIONS] COMMAND [ARGS]...")])
+def test_a_group_without_a_command_prints_its_help_as_it_reads(args, first):
+    run = fabricsim(*args)
+    assert run.returncode == 2 and run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert lines[0] == first and "Commands:" in lines and not run.stderr.startswith("error:")
