@@ -292,8 +292,13 @@ def _explain(message: str, data: dict, info, hint: str) -> str:
     where = _dotted(steps)
     if text.startswith("Object missing required field"):
         name = _FIELD.search(text).group(1)
-        full = f"{where}.{name}" if where else name
-        return f"missing key '{full}': add it{hint}"
+        mapping, container = _at(data, info, steps)  # every required key missing there, not only the first
+        names = [k for k, f in _fields(container).items() if f.required and isinstance(mapping, dict)
+                 and k not in mapping] or [name]
+        full = [f"'{where}.{k}'" if where else f"'{k}'" for k in names]
+        if len(full) == 1:
+            return f"missing key {full[0]}: add it{hint}"
+        return f"missing keys {', '.join(full[:-1])} and {full[-1]}: add them{hint}"
     if text.startswith("Object contains unknown field"):
         name = _FIELD.search(text).group(1)
         _, container = _at(data, info, steps)

@@ -224,3 +224,23 @@ def test_perf_follows_the_nccl_release_asked_for():
     assert new.rows[0].algo == "nvls_tree" and old.rows[0].algo != "nvls_tree"  # NVLSTree arrived in 2.18.1
     with pytest.raises(fs.FabricsimError, match="not major.minor"):
         fs.perf(c, "all_reduce", "1G", nccl_version="latest")
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: fs.cluster("dgx-h100", gpus="8"), r"^gpus='8': give a whole number of GPUs, e.g. gpus=8$"),
+    (lambda: fs.cluster("dgx-h100", nodes=2.0), r"^nodes=2.0: give a whole number of nodes, e.g. nodes=8$"),
+    (lambda: fs.perf(fs.cluster("dgx-h100"), "all_reduce", "1M", env="NCCL_BUFFSIZE=1"),
+     r"^env='NCCL_BUFFSIZE=1': give the run's NCCL environment as a mapping of variable to value"),
+    (lambda: fs.compare(FIXTURES / "v2_17_all_reduce_10n_mpi.log", fs.cluster("dgx-h100", nodes=10),
+                        env=["NCCL_P2P_DISABLE"]), r"^env=\['NCCL_P2P_DISABLE'\]: give the run's NCCL environment"),
+    (lambda: fs.calibrate([FIXTURES / "v2_17_all_reduce_10n_mpi.log"], "dgx-h100", env="x"),
+     r"^env='x': give the run's NCCL environment"),
+])
+def test_arguments_of_the_wrong_type_are_fabricsim_errors(call, match):
+    with pytest.raises(fs.FabricsimError, match=match):
+        call()
+
+
+def test_a_numpy_count_sizes_a_preset():
+    np = pytest.importorskip("numpy")
+    assert fs.cluster("dgx-h100", nodes=np.int64(2)).n_gpus == 16

@@ -230,3 +230,45 @@ def test_a_run_file_option_named_twice_with_dash_and_underscore(tmp_path):
     path = write(tmp_path, "r.yaml", "model: llama3-8b\ncluster: dgx-h100\ngpus: 8\nglobal_batch: 64\nglobal-batch: 128\n")
     assert one_error(fabricsim("train", "--run", path)) == (
         f"{path}: 'global-batch' and 'global_batch' name the same option: keep one")
+
+
+@pytest.mark.parametrize("size, collective, smallest", [("0", "all_reduce", "4"), ("3", "all_reduce", "4"),
+                                                        ("512", "alltoall", "1,024")])
+def test_a_failures_size_below_one_element_is_refused(size, collective, smallest):
+    msg = one_error(fabricsim("whatif", "failures", "--cluster", "superpod-h100", "--gpus", "256", "--size", size,
+                              "--collective", collective, "--fail-count", "0..1", "--seeds", "1"))
+    assert msg.startswith(f"--size {size}: {collective} on 256 GPUs moves nothing below {smallest} bytes")
+    assert msg.endswith("give a larger size, e.g. --size 1G")
+
+
+@pytest.mark.parametrize("flag, value, expect", [
+    ("--degrade", "node0.gpu0", "--degrade 'node0.gpu0' must read SPEC:FACTOR"),
+    ("--degrade", "node0.gpu0:2", "--degrade 'node0.gpu0:2': factor '2' must be a number or fraction above 0"),
+    ("--fail", "random:2:foo", "--fail 'random:2:foo': unknown class 'foo'"),
+])
+def test_a_bad_fault_option_is_named_as_typed(flag, value, expect):
+    msg = one_error(fabricsim("perf", "all_reduce", "--cluster", "dgx-h100", flag, value))
+    assert msg.startswith(expect) and "faults." not in msg
+
+
+def test_a_bad_fault_from_python_is_named_as_the_keyword():
+    import fabricsim as fs
+
+    with pytest.raises(fs.FabricsimError, match=r"^degrade 'x' must read SPEC:FACTOR"):
+        fs.degrade(fs.cluster("dgx-h100"), "x")
+
+
+def test_a_report_of_a_file_that_is_no_results_offers_no_format_option(tmp_path):
+    path = write(tmp_path, "s.yaml", SWEEP)
+    assert one_error(fabricsim("report", path, "-o", str(tmp_path / "r.html"))) == (
+        f"results file {path}: suffix '.yaml' is no results format: give a .parquet or .csv file that `fabricsim "
+        "sweep` wrote")
+
+
+@pytest.mark.parametrize("args, first", [((), "Usage: fabricsim [OPTIONS] COMMAND [ARGS]..."),
+                                         (("topo",), "Usage: fabricsim topo [OPTIONS] COMMAND [ARGS]...")])
+def test_a_group_without_a_command_prints_its_help_as_it_reads(args, first):
+    run = fabricsim(*args)
+    assert run.returncode == 2 and run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert lines[0] == first and "Commands:" in lines and not run.stderr.startswith("error:")

@@ -115,3 +115,11 @@ def test_corrupt_nvlink_tclass_is_a_clear_error(tmp_path):
     p = _write(tmp_path, "bad.xml", text)
     with pytest.raises(FabricsimError, match=r"tclass '1x068000', not a hex PCI class"):
         read_machine(p)
+
+
+def test_a_gpu_without_nvlink_for_inputs_that_show_nvlink_names_gpu(tmp_path, capsys):
+    out = tmp_path / "x.yaml"
+    assert main(["topo", "import", str(FIX / "smi/sglang-30401-h100-topo-m.txt"), "--gpu", "L40S", "-o", str(out)]) == 2
+    assert capsys.readouterr().err == ("error: --gpu L40S: the inputs show NVLink (18 per GPU) and a L40S has none: give "
+                                       "the GPU these files come from (one with NVLink), or leave --gpu out to infer it\n")
+    assert not out.exists()

@@ -30,6 +30,10 @@ def test_a_collective_loop_and_a_training_job_read():
     ({"placement": "spread"}, r"field 'jobs\[0\].placement' is 'spread': it must be one of 'packed', 'random', 'scattered' or null"),
     ({"iterations": 0}, r"field 'jobs\[0\].iterations' is 0"),
     ({"train": {"model": "llama3-8b"}}, "give either collective .* or train"),
+    ({"size": 0}, "^jobs: job 'a': size 0 moves nothing: give a message size, e.g. size: 1G$"),
+    ({"size": "1X"}, "^jobs: job 'a': invalid size '1X'"),
+    ({"start": "-5ms"}, "^jobs: job 'a': start: invalid duration '-5ms'"),
+    ({"gap": "5 parsecs"}, "^jobs: job 'a': gap: invalid duration '5 parsecs'"),
 ])
 def test_bad_jobs_are_one_clear_error(over, message):
     with pytest.raises(FabricsimError, match=message):

@@ -50,6 +50,13 @@ def test_impossible_combinations_are_one_clear_error(changes, match):
         replace(H100, **changes)
 
 
+@pytest.mark.parametrize("nics, gpus, offered", [(3, 8, "2, 4 or 8"), (8, 7, "7 or 14"), (12, 8, "8 or 16"),
+                                                  (5, 6, "3 or 6")])
+def test_a_nic_count_that_does_not_fit_offers_counts_that_do(nics, gpus, offered):
+    with pytest.raises(FabricsimError, match=f"e.g. the compute NICs, {offered}\\)$"):
+        replace(H100, nics_per_node=nics, gpus_per_node=gpus, domain_size=gpus)
+
+
 def test_rack_fields_of_an_nvl72_rack():
     gb = preset_spec("gb200-nvl72")
     assert replace(gb, rack_trays=18).rack_trays == 18

@@ -1,5 +1,6 @@
 """ClusterSpec YAML round trip (spec and topology arrays) and every input error."""
 
+import re
 from dataclasses import fields, replace
 
 import numpy as np
@@ -83,13 +84,28 @@ def test_bad_fields(edit, match):
 
 
 def test_missing_key_and_not_a_mapping():
-    _err("name: x\n", "missing key 'gpu': add it")
+    _err("name: x\n", "^cluster YAML: missing keys 'gpu', 'nodes', 'gpus_per_node' and 'scaleup': add them ")
+    _err(BASE.replace("scaleup: nvswitch\n", ""), "^cluster YAML: missing key 'scaleup': add it ")
     _err("- 1\n- 2\n", "expected a mapping")
+
+
+@pytest.mark.parametrize("edit, message", [
+    ("gpu: L40S\n", "GPU L40S has no NVLink, so scaleup 'nvswitch' has nothing to join its GPUs: set scaleup: pcie and "
+                    "nvswitch_chips: 0"),
+    ("gpu: P100\n", "no NVSwitch in the catalog has nvlink1 ports \\(P100's NVLink\\): use scaleup 'nvlink-mesh' or "
+                    "'pcie' for this GPU"),
+])
+def test_a_gpu_its_scaleup_cannot_join_is_refused_as_the_file_is_read(tmp_path, edit, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE.replace("gpu: H100\n", edit))
+    _err(lambda: load_spec(path), f"^{re.escape(str(path))}: {message}$")
 
 
 def test_too_many_links_for_the_ports():
     spec = replace(preset_spec("dgx-h100"), nvswitch_chips=1)  # 8 x 18 links > 64 ports
-    _err(lambda: build(spec), r"has 144 links but only 64 ports")
+    _err(lambda: build(spec), r"has 144 links but only 64 ports: set nvswitch_chips to 3 or more \(nvswitch3 has 64 "
+                              r"ports\), or give each GPU fewer NVLinks \(nvlinks\)$")
+    assert build(replace(spec, nvswitch_chips=3)).n_gpus == 8
 
 
 def test_disconnected_gpus():
@@ -120,7 +136,19 @@ def test_unknown_cluster_lists_presets():
 
 def test_nic_speed_and_switch_kind_mismatch():
     _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, nic_gbps=800.0)), "slower than nic_gbps 800")
-    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, fabric="roce")), "'infiniband' switch but the fabric is 'roce'")
+    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, fabric="roce", nic="cx7-eth")),
+         r"^leaf_switch qm9700 is an 'infiniband' switch but the fabric is 'roce': pick an 'ethernet' switch \(sn5600\)$")
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(nic="cx7-eth"), r"^nic cx7-eth is an 'ethernet' NIC but the fabric is 'infiniband': pick an 'infiniband' NIC "
+                          r"\(cx5, cx6, cx7, cx8\)$"),
+    (dict(fabric="roce", leaf_switch="sn5600", spine_switch="sn5600"),
+     r"^nic cx7 is an 'infiniband' NIC but the fabric is 'roce': pick an 'ethernet' NIC \(cx5-eth, "),
+    (dict(spine_switch="pcie-switch5"), r"^spine_switch pcie-switch5 is a 'pcie' switch but the fabric is 'infiniband'"),
+])
+def test_a_part_of_the_other_network_is_refused_as_the_spec_is_made(changes, message):
+    _err(lambda: replace(preset_spec("dgx-h100"), nodes=2, **changes), message)
 
 
 def _changed(topo, field: str, index: int, value):

@@ -52,7 +52,7 @@ def test_builtin_by_name_and_yaml(tmp_path):
 
 
 @pytest.mark.parametrize("text, match", [
-    ("layers: 2\nhidden: 64\n", "missing key 'heads': add it"),
+    ("layers: 2\nhidden: 64\n", "missing keys 'heads', 'kv_heads', 'ffn', 'vocab' and 'seq': add them"),
     ("layers: 2\nhidden: 64\nheads: 4\nkv_heads: 4\nffn: 256\nvocab: 1000\nseq: 128\nwidth: 3\n", "unknown key 'width': valid keys are name, layers"),
     ("layers: -2\nhidden: 64\nheads: 4\nkv_heads: 4\nffn: 256\nvocab: 1000\nseq: 128\n", "field 'layers' is -2: it must be a whole number from 1 to 10,000"),
     ("layers: 2\nhidden: [64\n", r"bad\.yaml line 3: malformed YAML"),

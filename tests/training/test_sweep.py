@@ -87,6 +87,14 @@ def test_variants_change_the_spec():
         variant(spec, "warp-drive")
 
 
+def test_nvl72_of_a_gpu_no_nvswitch_speaks_names_the_option():
+    from fabricsim.topology import load_spec
+
+    with pytest.raises(FabricsimError, match=r"no NVSwitch in the catalog has nvlink1 ports for an NVL72 of P100: "
+                                             r"drop 'nvl72' from compare$"):
+        variant(load_spec("dgx1-p100"), "nvl72")
+
+
 def test_xdr_on_ethernet_is_two_400g_ports_of_a_connectx8_and_builds():
     from dataclasses import replace
 

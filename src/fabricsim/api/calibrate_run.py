@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabricsim.api.clusters import Cluster
+from fabricsim.api.common import env_mapping
 from fabricsim.errors import FabricsimError
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ def calibrate(logs: Sequence[str | Path], cluster: Cluster | str | Path | Cluste
         gpus = gpus if gpus is not None or not cluster.partial else cluster.n_gpus
         cluster = cluster.spec
     cases, used, specs = [], [], []
+    env = env_mapping(env)
     for log in logs:
         case, sha, spec = read_case(log, cluster, env=env, nccl_version=nccl_version, collective=collective, gpus=gpus,
                                     nodes=nodes)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -133,6 +134,12 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
 
     if routing is not None and routing not in ("ecmp", "adaptive"):
         raise FabricsimError(f"unknown routing '{routing}': use 'ecmp' or 'adaptive'")
+    for name, value in (("nodes", nodes), ("gpus", gpus)):
+        if value is not None and not isinstance(value, numbers.Integral):
+            unit = "GPUs" if name == "gpus" else "nodes"
+            raise FabricsimError(f"{option(name, value)}: give a whole number of {unit}, e.g. {option(name, 8)}")
+    nodes, gpus = (int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v  # numpy ints too
+                   for v in (nodes, gpus))
     source = name_or_yaml if isinstance(name_or_yaml, ClusterSpec) else str(name_or_yaml)
     spec, per_node, first = sized_spec(source, nodes, gpus)
     if per_node is not None and per_node > spec.gpus_per_node:

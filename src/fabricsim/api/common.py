@@ -31,6 +31,18 @@ def parse_sizes(value: Sizes) -> list[int]:
     return [parse_size(s) for s in items]
 
 
+def env_mapping(value: object) -> dict[str, str]:
+    """`env=` as a dict of NCCL variable -> the text the run set ({} for None); anything else one FabricsimError."""
+    from collections.abc import Mapping
+
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise FabricsimError(f"env={value!r:.60}: give the run's NCCL environment as a mapping of variable to value, "
+                             "e.g. env={'NCCL_BUFFSIZE': '4194304'}")
+    return dict(value)
+
+
 def names(value: str | Sequence[str] | None, kind: str, collective: str) -> list[str] | None:
     """An NCCL_ALGO / NCCL_PROTO list ('ring,tree', ['Ring', 'tree'], '^nvls', 'allreduce:tree;allgather:ring') read by
     vocab's parser -> canonical names, '^' on the first when they are excluded; None or '' -> None."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabricsim import __version__
 from fabricsim.api.clusters import Cluster, as_cluster, fault_notes, rank_ranges, unit_gpus
-from fabricsim.api.common import Progress, dataframe, names
+from fabricsim.api.common import Progress, dataframe, env_mapping, names
 from fabricsim.api.perf_run import with_env
 from fabricsim.errors import FabricsimError, option
 
@@ -114,7 +114,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
                               library="nccl")
     algos, protos = names(algo, "algo", coll), names(proto, "proto", coll)
-    c, run_env, effects, env_notes = _log_env(text, env or {}, coll, c)
+    c, run_env, effects, env_notes = _log_env(text, env_mapping(env), coll, c)
     algos = algos or (list(run_env.algos) if run_env.algos else None)
     protos = protos or (list(run_env.protos) if run_env.protos else None)
     notes = forced_notes(c.topology, c.ranks, coll, algos) + fault_notes(c, cost_model) + env_notes
@@ -202,7 +202,7 @@ def doctor(log: str | Path, cluster: Cluster | str | Path | ClusterSpec | None =
     else:
         target = cluster
     try:
-        return diagnose(text, path.name, cluster=target, ranks=ranks, env=env, collective=collective,
+        return diagnose(text, path.name, cluster=target, ranks=ranks, env=env_mapping(env), collective=collective,
                         nccl_version=nccl_version, machines=machines, gpu=gpu, nranks=gpus,
                         threshold=threshold / 100.0, level=level)
     except FabricsimError as err:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabricsim import __version__
 from fabricsim.api.clusters import Cluster, as_cluster, fault_notes, rank_ranges
-from fabricsim.api.common import Progress, Sizes, dataframe, names, parse_sizes
+from fabricsim.api.common import Progress, Sizes, dataframe, env_mapping, names, parse_sizes
 from fabricsim.errors import FabricsimError, option
 
 if TYPE_CHECKING:
@@ -156,6 +156,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     algos, protos = names(algo, "algo", collective), names(proto, "proto", collective)
     effects: tuple[EnvEffect, ...] = ()
     chunk_env = ChunkEnv()  # NCCL's own buffer and chunk sizes
+    env = env_mapping(env)
     if env:  # (without one, nothing of reports.nccl_env is needed: perf's start-up does not load it)
         c, run_env, effects = with_env(c, collective, env)
         algos = _one_choice(algos, run_env.algos, "algo", "NCCL_ALGO", "algorithms")

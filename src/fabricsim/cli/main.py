@@ -46,6 +46,11 @@ def cli() -> None:
     """fabricsim: how fast will these GPUs talk to each other, and how fast will my model train?"""
 
 
+# click >= 8.2 raises this (a UsageError whose message is the whole help) for a group run without a command; 8.1
+# printed the help itself. () matches nothing.
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 def one_line(text: str) -> str:
     """A message on one line: click's lists of choices span several."""
     return " ".join(text.split())
@@ -75,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         rv = cli.main(args=argv, prog_name="fabricsim", standalone_mode=False)
     except FabricsimError as err:
         click.echo(f"error: {one_line(str(err))}", err=True)
+        return EXIT_BAD_INPUT
+    except _NO_ARGS_IS_HELP as err:  # `fabricsim` or `fabricsim topo` alone: the help, as it reads
+        click.echo(err.format_message(), err=True)
         return EXIT_BAD_INPUT
     except click.UsageError as err:
         click.echo(_usage_line(err), err=True)

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from fabricsim import hardware
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.importers.machine import PATH_TYPES, Machine, Nic, nic_key, nic_order
 from fabricsim.topology.presets import PRESETS, preset_spec
 from fabricsim.topology.spec import ClusterSpec
@@ -76,6 +76,12 @@ def _gpu(m: Machine, given: str | None, notes: _Notes) -> str:
     named = sorted({g.model for g in m.gpus if g.model})
     if given:
         part = hardware.get_gpu(given).name
+        counts = sorted(set(links_per_gpu(m).values()))
+        if (counts or m.nvswitch_links or m.nvlink_fabric) and not hardware.get_gpu(part).scaleup_links:
+            shown = f" ({'/'.join(map(str, counts))} per GPU)" if counts else ""
+            raise FabricsimError(f"{option('gpu', given)}: the inputs show NVLink{shown} and a {part} has none: give "
+                                 f"the GPU these files come from (one with NVLink), or leave {option('gpu')} out to "
+                                 "infer it")
         if named and named != [part]:
             notes.assumed.append(f"GPU {part} from --gpu (the inputs say {', '.join(named)})")
         return part

@@ -30,6 +30,7 @@ from msgspec import Meta, Struct
 
 from fabricsim import inputs
 from fabricsim.errors import FabricsimError
+from fabricsim.units import parse_duration, parse_size
 from fabricsim.vocab import COLLECTIVES
 
 Policy = Literal["packed", "scattered", "random"]
@@ -87,9 +88,21 @@ class JobSpec(Struct, forbid_unknown_fields=True, frozen=True):
                                      f"{', '.join(COLLECTIVES)}")
             if self.size is None:
                 raise FabricsimError(f"job '{self.name}': a collective loop needs size (e.g. size: 1G)")
+            try:
+                nbytes = parse_size(self.size)
+            except FabricsimError as err:
+                raise FabricsimError(f"job '{self.name}': {err}") from None
+            if nbytes == 0:  # NCCL returns at once for a count of 0: the loop would move nothing
+                raise FabricsimError(f"job '{self.name}': size {self.size!r} moves nothing: give a message size, "
+                                     "e.g. size: 1G")
         elif self.size is not None or self.algo is not None or self.proto is not None or self.gap not in (0, 0.0):
             raise FabricsimError(f"job '{self.name}': size, algo, proto and gap belong to a collective loop; a training "
                                  "job's communication comes from its model and layout")
+        for field in ("start", "gap"):
+            try:
+                parse_duration(getattr(self, field))
+            except FabricsimError as err:
+                raise FabricsimError(f"job '{self.name}': {field}: {err}") from None
         if (self.gpus is None) == (self.ranks is None):
             raise FabricsimError(f"job '{self.name}': give gpus (a count to place) or ranks (explicit GPU ranks), "
                                  "one of them")

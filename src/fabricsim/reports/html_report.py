@@ -101,8 +101,8 @@ def build(rows: Sequence[Mapping[str, Any]], title: str, *, links: LinkView | No
     perf, train = ok[ok["kind"] == "perf"], ok[ok["kind"] == "train"]
     charts = [("busbw", "busbw against message size", _busbw(perf, go), "Bus bandwidth as nccl-tests computes it, "
                "one line per configuration; hover for time, algorithm and protocol."),
-              ("algorithms", "the algorithm each size picks", _algorithms(perf, go), "The fastest algorithm and "
-               "protocol the tuner found at each size, per configuration."),
+              ("algorithms", "the algorithm each size picks", _algorithms(perf, go), "The algorithm and protocol "
+               "the tuner picks at each size (NCCL's own model's choice, as NCCL makes it), per configuration."),
               ("scaling", "the scaling wall", _scaling(train, go, make_subplots), "Tokens/s per GPU and MFU as GPUs "
                "are added: where the line falls, adding GPUs stops paying."),
               ("failures", "cost of failures", _failures(ok, go), "Each figure as a share of the same configuration "

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 
 KINDS = ("int", "float", "str", "bool")
 FORMATS = ("parquet", "csv")
@@ -110,17 +110,20 @@ def train_row(step: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def format_of(path: str | Path, fmt: str | None) -> str:
+def format_of(path: str | Path, fmt: str | None, *, reading: bool = False) -> str:
     """'parquet' or 'csv': `fmt` when given, else from the file name's suffix (.parquet or .csv; any other is an
-    error, rather than Parquet written into a file whose name says otherwise)."""
+    error, rather than Parquet written into a file whose name says otherwise; `reading`: a file to read, which no
+    format option names)."""
     if fmt is not None:
         if fmt not in FORMATS:
             raise FabricsimError(f"unknown results format '{fmt}': use parquet or csv")
         return fmt
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
+        fix = ("give a .parquet or .csv file that `fabricsim sweep` wrote" if reading else
+               f"name it .parquet or .csv (the formats fabricsim writes), or pass {option('format')}")
         raise FabricsimError(f"results file {path}: {f'suffix {suffix!r}' if suffix else 'no suffix'} is no results "
-                             f"format: name it .parquet or .csv (the formats fabricsim writes), or pass --format")
+                             f"format: {fix}")
     return SUFFIXES[suffix]
 
 
@@ -214,7 +217,7 @@ def read_rows(path: str | Path, columns: Mapping[str, str] | None = None) -> lis
     p = Path(path)
     if not p.is_file():
         raise FabricsimError(f"results file {p} does not exist: give the file `fabricsim sweep` wrote (-o)")
-    if format_of(p, None) == "csv":
+    if format_of(p, None, reading=True) == "csv":
         return _read_csv(p, columns or {})
     pq = _pyarrow().parquet
     try:

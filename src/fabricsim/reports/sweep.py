@@ -1,8 +1,8 @@
 """An nccl-tests size sweep predicted on a cluster: one row per size, the pick behind it, and why.
 
-`predict` times every size as `all_reduce_perf -b .. -e ..` would run it: with fabricsim's tuner (every
-applicable algorithm and protocol simulated on the topology, the fastest kept) or with NCCL's own cost
-model. `explain` puts NCCL's model's pick beside fabricsim's per size. The CLI's `perf` and `compare`
+`predict` times every size as `all_reduce_perf -b .. -e ..` would run it: with fabricsim's tuner (the algorithm and
+protocol NCCL's own model picks, as NCCL does, timed on the topology by the engine; with `library='all'` every
+applicable schedule simulated and the fastest kept) or with NCCL's own cost model alone. `explain` puts NCCL's model's pick beside fabricsim's per size. The CLI's `perf` and `compare`
 and the Python API (`fabricsim.perf`) all call these; nothing here prints.
 """
 

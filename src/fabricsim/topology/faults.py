@@ -28,7 +28,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 
 MAX_SEED = 2**63 - 1
 _COUNT = re.compile(r"random:(?P<n>[0-9]+(?:\.[0-9]+)?)(?P<pct>%?):(?P<cls>[a-z-]+)")
@@ -148,4 +148,9 @@ def faults_of(fail=(), degrade=(), seed: int | None = None) -> Faults:
 
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
         raise FabricsimError(f"seed {seed!r} must be a whole number from 0 to {MAX_SEED}")
-    return Faults(fail=listed(fail, "fail"), degrade=listed(degrade, "degrade"), seed=seed or 0)
+    fails, degrades = listed(fail, "fail"), listed(degrade, "degrade")
+    for text in fails:  # checked here so that an error names the option as the caller spelled it (--fail, fail=)
+        check_target(text, option("fail"))
+    for text in degrades:
+        split_degrade(text, option("degrade"))
+    return Faults(fail=fails, degrade=degrades, seed=seed or 0)

@@ -236,6 +236,13 @@ def nvls_supported(s: ClusterSpec) -> bool:
 def _check_values(s: ClusterSpec) -> None:
     """Checks across fields and against the hardware catalog (each field's own type and range: the annotations)."""
     gpu = hardware.get_gpu(s.gpu)
+    if s.scaleup != "pcie" and not (gpu.scaleup_link and gpu.scaleup_links):
+        raise FabricsimError(f"GPU {gpu.name} has no NVLink, so scaleup '{s.scaleup}' has nothing to join its GPUs: "
+                             "set scaleup: pcie" + (" and nvswitch_chips: 0" if s.nvswitch_chips else ""))
+    if s.scaleup in ("nvswitch", "nvl72") and not any(sw.kind == "nvswitch" and sw.port_link == gpu.scaleup_link
+                                                      for sw in hardware.SWITCHES.values()):
+        raise FabricsimError(f"no NVSwitch in the catalog has {gpu.scaleup_link} ports ({gpu.name}'s NVLink): use "
+                             "scaleup 'nvlink-mesh' or 'pcie' for this GPU")
     if s.scaleup == "nvl72":
         if s.domain_size % s.gpus_per_node:
             raise FabricsimError(
@@ -268,22 +275,47 @@ def _check_values(s: ClusterSpec) -> None:
         if missing:
             raise FabricsimError(f"fabric '{s.fabric}' needs {', '.join(missing)} (catalog part names, see `fabricsim topo "
                                  "show` of a preset); or set fabric: none")
-        hardware.get_nic(s.nic)
-        hardware.get_switch(s.leaf_switch)
-        hardware.get_switch(s.spine_switch)
+        _check_parts_speak(s)
     elif s.nics_per_node:
         hardware.get_nic(s.nic)
     _check_layout(s, gpu)
     _check_transport(s)
 
 
+def _check_parts_speak(s: ClusterSpec) -> None:
+    """The NIC's ports and the leaf and spine switches speak the fabric's network: InfiniBand parts on an
+    'infiniband' fabric, Ethernet parts on 'roce' / 'ethernet' (the catalog has a part per mode, e.g. cx7, cx7-eth)."""
+    want = "infiniband" if s.fabric == "infiniband" else "ethernet"
+    nic = hardware.get_nic(s.nic)
+    parts = [("nic", s.nic, hardware.get_link(nic.port_link).kind, "NIC",
+              [n.name for n in hardware.NICS.values() if hardware.get_link(n.port_link).kind == want])]
+    for role in ("leaf_switch", "spine_switch"):
+        name = getattr(s, role)
+        parts.append((role, name, hardware.get_switch(name).kind, "switch",
+                      [w.name for w in hardware.SWITCHES.values() if w.kind == want]))
+    for role, name, kind, what, fits in parts:
+        if kind != want:
+            raise FabricsimError(f"{role} {name} is {'a' if kind == 'pcie' else 'an'} {kind!r} {what} but the fabric is "
+                                 f"{s.fabric!r}: pick an {want!r} {what} ({', '.join(fits)})")
+
+
+def _nic_counts_near(nics: int, gpus: int) -> list[int]:
+    """The NIC counts next to `nics` that divide or are a multiple of `gpus` (the nearest below and above, and one
+    per GPU), as the fix a layout error offers."""
+    valid = [d for d in range(1, gpus + 1) if gpus % d == 0]
+    below = max((d for d in valid if d < nics), default=None)
+    above = min((d for d in valid if d > nics), default=-(-nics // gpus) * gpus)
+    return sorted({n for n in (below, above, gpus) if n is not None})
+
+
 def _check_layout(s: ClusterSpec, gpu) -> None:
     """NICs among GPUs, NVLinks, PCIe, hosts and racks: the combinations a server can have."""
     R, G = s.nics_per_node, s.gpus_per_node
     if R and R % G and G % R:
+        near = _nic_counts_near(R, G)
         raise FabricsimError(f"nics_per_node {R} neither divides nor is a multiple of gpus_per_node {G}: a cluster file "
                              "spreads NIC cards evenly among the GPUs; give the cards the GPUs use (e.g. the compute "
-                             f"NICs, {G // 2 or 1}, {G} or {2 * G})")
+                             f"NICs, {', '.join(map(str, near[:-1]))} or {near[-1]})")
     if s.nic_ports > 1:
         if not R:
             raise FabricsimError(f"nic_ports {s.nic_ports} needs NICs: set nics_per_node and nic, or nic_ports: 1")

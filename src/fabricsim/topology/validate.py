@@ -76,9 +76,14 @@ def _check_ports(topo: Topology) -> None:
     if over.size:
         d = int(over[0])
         part = topo.parts[int(topo.dev_part[d])]
+        fix = "use fewer nodes per switch, more switches or a higher-radix part"
+        if topo.dev_kind[d] == DeviceKind.NVSWITCH:  # one device per NVLink domain, its chips its units
+            chips = int(-(-used[d] // ports[topo.dev_part[d]]))
+            fix = (f"set nvswitch_chips to {chips} or more ({part} has {int(ports[topo.dev_part[d]])} ports), or give "
+                   "each GPU fewer NVLinks (nvlinks)")
         raise FabricsimError(
             f"{topo.device_name(d)} ({part} x{int(topo.dev_units[d])}) has {int(used[d])} links but only "
-            f"{int(capacity[d])} ports: use fewer nodes per switch, more switches or a higher-radix part"
+            f"{int(capacity[d])} ports: {fix}"
         )
 
 

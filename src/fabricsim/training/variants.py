@@ -34,7 +34,7 @@ def _nvl72_chips(gpu_name: str) -> int:
     ports = [sw.ports for sw in hardware.SWITCHES.values() if sw.kind == "nvswitch" and sw.port_link == gpu.scaleup_link]
     if not ports:
         raise FabricsimError(f"no NVSwitch in the catalog has {gpu.scaleup_link} ports for an NVL72 of {gpu.name}: "
-                             "drop 'nvl72' from {option('compare')}")
+                             f"drop 'nvl72' from {option('compare')}")
     return max(NVL72_SWITCH_CHIPS, -(-NVL72_DOMAIN * gpu.scaleup_links // max(ports)))
 
 

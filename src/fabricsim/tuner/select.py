@@ -1,4 +1,7 @@
-"""The topology-aware tuner: time every applicable (algorithm, protocol) with the engine, pick the fastest.
+"""The tuner: pick the (algorithm, protocol) NCCL would, by NCCL's own cost model, and time it with the engine.
+
+Where NCCL's model prices none of the candidates (`library='all'`, fabricsim-only schedules) the engine times
+every candidate and the fastest is the pick (`best`).
 
 What NCCL would run is the default candidate set (`library='nccl'`): NCCL's algorithms (Ring, Tree, NVLS,
 NVLSTree, CollNetDirect, CollNetChain, PAT) under NCCL's own applicability rules (src/device/generate.py, tuning.cc:292-304, enqueue.cc):
