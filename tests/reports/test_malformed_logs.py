@@ -158,3 +158,10 @@ def test_a_header_without_algbw_still_parses():
             "    122.1    8.59   16.10      0\n")
     (row,) = parse_nccl_tests(text).rows
     assert row.out_of_place.time_us == 138.1 and row.out_of_place.busbw == 14.24 and row.in_place.algbw == 8.59
+
+
+def test_json_log_with_an_infinite_integer_field_is_one_clear_error(tmp_path):
+    # JSON allows Infinity; an integer field holding it (found by the fuzzer) is the file's fault, not a traceback
+    doc = json.loads((FIX / "v2_19_all_reduce.json").read_text())
+    doc["nccl_version"] = float("inf")
+    assert "unexpected layout" in fails(write(tmp_path, json.dumps(doc)))

@@ -140,7 +140,7 @@ def _parse_json(text: str) -> ParsedLog:
                              "pass the complete file written by -J") from None
     try:
         return _json_log(doc)
-    except (KeyError, TypeError, ValueError, AttributeError) as err:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as err:  # OverflowError: int(Infinity)
         what = f"a result lacks the key {err}" if isinstance(err, KeyError) else str(err)
         raise FabricsimError(f"nccl-tests JSON output has an unexpected layout ({what}): pass the complete file "
                              "written by -J (or by fabricsim perf --format json)") from None
