@@ -74,3 +74,20 @@ def test_every_synopsis_lists_an_options_choices_as_the_command_has_them():
             assert shown <= real and (more or shown == real), (path, opt, sorted(shown), sorted(real))
             checked += 1
     assert checked >= 10
+
+
+def test_every_synopsis_names_every_option_its_command_has():
+    """A user reading the Commands block sees every option (by its long or short name); hidden ones aside."""
+    checked = 0
+    for path, text in synopses():
+        cmd = cli
+        for word in path:
+            cmd = cmd.get_command(click.Context(cmd), word)
+        if isinstance(cmd, click.Group):
+            continue
+        shown = set(re.findall(r"(?<![\w-])--?[a-zA-Z][\w-]*", text))
+        missing = [p.opts[0] for p in cmd.params if isinstance(p, click.Option) and not p.hidden
+                   and p.name != "help" and not (set(p.opts) | set(p.secondary_opts)) & shown]
+        assert not missing, (path, missing)
+        checked += 1
+    assert checked >= 15

@@ -61,8 +61,8 @@ def engine_options(f):
     f = click.option("--model", "old_model", default=None, hidden=True, type=click.Choice(COST_MODELS),
                      help="Deprecated spelling of --cost-model.")(f)
     f = click.option("--cost-model", "cost_model", default=None, type=click.Choice(COST_MODELS),
-                     help="fabricsim (default): simulate every candidate on the topology; nccl: NCCL's own "
-                          "cost model (tuning.cc).")(f)
+                     help="fabricsim (default): the algorithm and protocol NCCL's own model picks, timed on the "
+                          "topology by fabricsim's engine; nccl: NCCL's own cost model alone (tuning.cc).")(f)
     f = click.option("--level", default=None, type=click.Choice(["flow", "analytical"]),
                      help="fabricsim's engine fidelity: flow-level max-min sharing (default), or the fast per-step "
                           "bottleneck model.")(f)
