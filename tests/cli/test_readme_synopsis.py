@@ -59,12 +59,20 @@ def synopses() -> list[tuple[list[str], str]]:
     return found
 
 
-def test_every_synopsis_lists_an_options_choices_as_the_command_has_them():
-    checked = 0
+def commands() -> list[tuple[list[str], click.Command, str]]:
+    """(command path, the click command it names, its synopsis text) for every synopsis of the Commands block."""
+    out = []
     for path, text in synopses():
         cmd = cli
         for word in path:
             cmd = cmd.get_command(click.Context(cmd), word)
+        out.append((path, cmd, text))
+    return out
+
+
+def test_every_synopsis_lists_an_options_choices_as_the_command_has_them():
+    checked = 0
+    for path, cmd, text in commands():
         params = {opt: p for p in cmd.params for opt in getattr(p, "opts", ())}
         for opt, values, more in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)[ =]([\w-][\w.-]*(?:\|[\w-][\w.-]*)+)(\|\.\.\.)?", text):
             param = params.get(opt)
@@ -79,10 +87,7 @@ def test_every_synopsis_lists_an_options_choices_as_the_command_has_them():
 def test_every_synopsis_names_every_option_its_command_has():
     """A user reading the Commands block sees every option (by its long or short name); hidden ones aside."""
     checked = 0
-    for path, text in synopses():
-        cmd = cli
-        for word in path:
-            cmd = cmd.get_command(click.Context(cmd), word)
+    for path, cmd, text in commands():
         if isinstance(cmd, click.Group):
             continue
         shown = set(re.findall(r"(?<![\w-])--?[a-zA-Z][\w-]*", text))
