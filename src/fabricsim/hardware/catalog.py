@@ -106,6 +106,12 @@ def get_switch(name: str) -> Switch:
     return _lookup("switch", name)
 
 
+def nvswitch_for(link: str) -> Switch | None:
+    """The NVSwitch generation whose ports speak NVLink generation `link` ('nvlink4' -> nvswitch3); None where the
+    catalog has none."""
+    return next((sw for _, sw in sorted(SWITCHES.items()) if sw.kind == "nvswitch" and sw.port_link == link), None)
+
+
 def get_nic(name: str) -> NIC:
     """The NIC for a catalog name or alias ('cx7', 'ConnectX-7', 'BlueField-3', ...)."""
     return _lookup("NIC", name)

@@ -164,8 +164,7 @@ def _nvls(m: Machine, gpu, notes: _Notes) -> bool:
     'enable if supported', NCCL env docs)."""
     if m.nvls is not None:
         return m.nvls
-    part = next((s for s in hardware.SWITCHES.values() if s.kind == "nvswitch" and s.port_link == gpu.scaleup_link),
-                None)
+    part = hardware.nvswitch_for(gpu.scaleup_link)
     on = bool(part and part.reduction == "nvls")
     notes.assumed.append(f"NVLS {'on' if on else 'off'}: {part.name if part else 'no NVSwitch'} "
                          f"{'reduces in the switch' if on else 'has no NVLS'} and NCCL enables NVLS where supported")

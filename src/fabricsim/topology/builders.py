@@ -195,14 +195,6 @@ def build_topology(spec: ClusterSpec) -> Topology:
     )
 
 
-def _nvswitch_part(link: str) -> str:
-    """The NVSwitch generation whose ports speak the GPU's NVLink generation."""
-    for name, sw in sorted(hardware.SWITCHES.items()):
-        if sw.kind == "nvswitch" and sw.port_link == link:
-            return name
-    raise FabricsimError(f"no NVSwitch in the catalog has {link} ports: use scaleup 'nvlink-mesh' or 'pcie' for this GPU")
-
-
 def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus) -> None:
     """NVLink: GPU <-> domain NVSWITCH (count = links per GPU), the DGX-1 cube-mesh, or bridged GPU pairs."""
     if spec.scaleup == "pcie":
@@ -225,8 +217,8 @@ def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus) -> None:
         base = (np.arange(spec.nodes) * spec.gpus_per_node)[:, None]
         _add_pairs(acc, (base + a).ravel(), (base + b).ravel(), gpu.scaleup_link, np.tile(c, spec.nodes))
         return
-    part = _nvswitch_part(gpu.scaleup_link)
-    sw = hardware.get_switch(part)
+    sw = hardware.nvswitch_for(gpu.scaleup_link)  # there is one: the spec checked it (topology.spec._check_values)
+    part = sw.name
     n_dom = spec.nodes * spec.gpus_per_node // spec.domain_size
     doms = np.arange(n_dom, dtype=np.int32)
     trays = spec.domain_size // spec.gpus_per_node

@@ -229,8 +229,8 @@ def nvls_supported(s: ClusterSpec) -> bool:
     if s.scaleup not in ("nvswitch", "nvl72"):
         return False
     link = hardware.get_gpu(s.gpu).scaleup_link
-    return any(sw.kind == "nvswitch" and sw.port_link == link and sw.reduction == "nvls"
-               for sw in hardware.SWITCHES.values())
+    sw = hardware.nvswitch_for(link)
+    return sw is not None and sw.reduction == "nvls"
 
 
 def _check_values(s: ClusterSpec) -> None:
@@ -239,8 +239,7 @@ def _check_values(s: ClusterSpec) -> None:
     if s.scaleup != "pcie" and not (gpu.scaleup_link and gpu.scaleup_links):
         raise FabricsimError(f"GPU {gpu.name} has no NVLink, so scaleup '{s.scaleup}' has nothing to join its GPUs: "
                              "set scaleup: pcie" + (" and nvswitch_chips: 0" if s.nvswitch_chips else ""))
-    if s.scaleup in ("nvswitch", "nvl72") and not any(sw.kind == "nvswitch" and sw.port_link == gpu.scaleup_link
-                                                      for sw in hardware.SWITCHES.values()):
+    if s.scaleup in ("nvswitch", "nvl72") and hardware.nvswitch_for(gpu.scaleup_link) is None:
         raise FabricsimError(f"no NVSwitch in the catalog has {gpu.scaleup_link} ports ({gpu.name}'s NVLink): use "
                              "scaleup 'nvlink-mesh' or 'pcie' for this GPU")
     if s.scaleup == "nvl72":

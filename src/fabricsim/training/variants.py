@@ -31,11 +31,11 @@ def _nvl72_chips(gpu_name: str) -> int:
     gpu = hardware.get_gpu(gpu_name)
     if not gpu.scaleup_link:
         raise FabricsimError(f"{gpu.name} has no NVLink, so it cannot form an NVL72 domain: drop 'nvl72' from {option('compare')}")
-    ports = [sw.ports for sw in hardware.SWITCHES.values() if sw.kind == "nvswitch" and sw.port_link == gpu.scaleup_link]
-    if not ports:
+    sw = hardware.nvswitch_for(gpu.scaleup_link)
+    if sw is None:
         raise FabricsimError(f"no NVSwitch in the catalog has {gpu.scaleup_link} ports for an NVL72 of {gpu.name}: "
                              f"drop 'nvl72' from {option('compare')}")
-    return max(NVL72_SWITCH_CHIPS, -(-NVL72_DOMAIN * gpu.scaleup_links // max(ports)))
+    return max(NVL72_SWITCH_CHIPS, -(-NVL72_DOMAIN * gpu.scaleup_links // sw.ports))
 
 
 def _nvl72(s: ClusterSpec) -> ClusterSpec:

@@ -190,12 +190,11 @@ def _better(pattern: str, n: int, bw_intra: float, bw_inter: float, ref: NcclGra
 def _dup(graph: NcclGraph, pattern: str, system: NcclSystem) -> NcclGraph:
     """ncclTopoDupChannels: double the channels and halve their bandwidth when the release's rule allows it."""
     rules = system.search
-    if graph.n_channels == 0 or (pattern == "nvls" and rules.dup_skips_nvls):
+    if pattern == "nvls" and rules.dup_skips_nvls:
         return graph
-    if not rules.duplicates(graph.bw_intra, graph.n_channels, system.compcap):
+    dup, div = rules.duplicated(graph.n_channels, graph.bw_intra, system.compcap, graph.max_channels)
+    if div == 1 and dup == graph.n_channels:
         return graph
-    dup = min(graph.n_channels * 2, graph.max_channels)
-    div = -(-dup // graph.n_channels)
     return NcclGraph(dup, graph.bw_intra / div, graph.bw_inter / div, graph.type_intra, graph.type_inter,
                      graph.latency_inter, graph.same_channels, graph.max_channels)
 

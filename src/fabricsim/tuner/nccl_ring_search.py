@@ -133,15 +133,6 @@ def _search(bw, speed, same, min_ch, max_ch, best, best_bw) -> tuple[Rings, floa
     return s.best, s.best_bw, s.time, s.best is not best
 
 
-def _dup(rules: GraphSearch, compcap: int, best: Rings, best_bw: float, max_channels: int) -> tuple[Rings, float]:
-    """ncclTopoDupChannels under the release's rule."""
-    if not rules.duplicates(best_bw, len(best), compcap):
-        return best, best_bw
-    dup = min(2 * len(best), max_channels)
-    div = -(-dup // len(best))
-    return (best * div)[:dup], best_bw / div
-
-
 @lru_cache(maxsize=32)
 def mesh_rings(mesh: Mesh, compcap: int, pcie_bw: float, max_channels: int = K.MAXCHANNELS // 2,
                rules: GraphSearch | None = None) -> tuple[Rings, float, bool]:
@@ -178,7 +169,8 @@ def mesh_rings(mesh: Mesh, compcap: int, pcie_bw: float, max_channels: int = K.M
         break
     if not best:
         return (), 0.0, True
-    best, best_bw = _dup(rules, compcap, best, best_bw, max_channels)
+    dup, div = rules.duplicated(len(best), best_bw, compcap, max_channels)  # ncclTopoDupChannels
+    best, best_bw = (best * div)[:dup], best_bw / div
     if not rules.dup_first:  # duplication came last, and pass 2 raised no ring's speed
         return best, best_bw, best_same
     # pass 2: raise the speed while the channel count holds

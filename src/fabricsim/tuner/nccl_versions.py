@@ -397,6 +397,14 @@ class GraphSearch:
             return (compcap <= 80 and bw_intra >= 25.0) or (compcap <= 90 and bw_intra >= 50.0)
         return bw_intra >= 25.0 and not (compcap > 80 and bw_intra < 50.0 and n_channels > 4)
 
+    def duplicated(self, n_channels: int, bw_intra: float, compcap: int, max_channels: int) -> tuple[int, int]:
+        """(channels, divisor of each one's bandwidth) after ncclTopoDupChannels: twice the channels, at most
+        `max_channels`, where the rule allows it; (n_channels, 1) where it does not."""
+        if not n_channels or not self.duplicates(bw_intra, n_channels, compcap):
+            return n_channels, 1
+        dup = min(2 * n_channels, max_channels)
+        return dup, -(-dup // n_channels)
+
 
 def graph_search(version, compcap: int) -> GraphSearch:
     """The graph-search rules of NCCL `version` (None: NEWEST) for compute capability `compcap` (x10)."""

@@ -176,8 +176,13 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
         return pair_jobs[algo, proto]
 
     guess = _nccl_guess(topo, collective, nbytes, ranks, nccl_version)
+    guesses = [guess.get((NCCL_ALGO_NAMES.get(a, ""), NCCL_PROTO_NAMES[p]), math.inf) for a, p in pairs]
+    least = min(guesses)
+    named = library == "nccl" and math.isfinite(least)
+    # pruned, with a pick NCCL's model names: only the candidates it ranks first need a bound (it breaks their tie)
     queue = []
-    for i, (algo, proto) in enumerate(pairs):
+    for i in (k for k, g in enumerate(guesses) if g == least or not (prune and named)):
+        algo, proto = pairs[i]
         if algo not in parts:
             parts[algo] = _known(topo, ("call_parts", collective, algo, ranks.tobytes(), rel.asked, chunk_env),
                                  lambda: _call_parts(topo, collective, algo, ranks, structure, nccl_version, chunk_env))
@@ -187,10 +192,9 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
             bound = (least_time(topo, job_of(algo, proto)) if channels is None else
                      least_time_planned(topo, collective, algo, ranks, nbytes, proto, channels, parts[algo].comm,
                                         parts[algo].net_peer_bw))
-        queue.append((guess.get((NCCL_ALGO_NAMES.get(algo, ""), NCCL_PROTO_NAMES[proto]), math.inf), bound, i,
-                      algo, proto))
+        queue.append((guesses[i], bound, i, algo, proto))
     queue.sort(key=lambda q: q[:3])  # NCCL's model's favourite first: the likely pick, whose time rules out the rest
-    nccl_pick = queue[0][2] if library == "nccl" and math.isfinite(queue[0][0]) else None
+    nccl_pick = queue[0][2] if named else None
     if prune and nccl_pick is not None:
         queue = queue[:1]
     timed: list[tuple[float, int, Result, Job]] = []
