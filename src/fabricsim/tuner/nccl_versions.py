@@ -72,7 +72,17 @@ RULES: tuple[Rule, ...] = (
     Rule("ll128 intra path", (2, 5, 6), (2, 18, 1), "nvl", _SRC + "v2.18.1-1 src/graph/tuning.cc:276 typeIntra <= PATH_NVL"),
     Rule("ll128 intra path", (2, 18, 3), None, "nvb", _SRC + "v2.18.3-1 src/graph/tuning.cc:286 typeIntra <= PATH_NVB"),
     Rule("ll128 inter path sm90", (2, 5, 6), (2, 16, 5), "pxb", _SRC + "v2.16.5-1 src/graph/tuning.cc:231 typeInter <= PATH_PXB"),
-    Rule("ll128 inter path sm90", (2, 17, 1), None, "pxn", _SRC + "v2.17.1-1 src/graph/tuning.cc:247 PXN allowed on sm90+"),
+    Rule("ll128 inter path sm90", (2, 17, 1), (2, 26, 6), "pxn", _SRC + "v2.17.1-1 src/graph/tuning.cc:247 PXN allowed on sm90+"),
+    # 2.27 bounds sm90+ at PATH_P2C while NCCL_LL128_C2C is 1 (its default): P2C allowed, PXN no longer
+    Rule("ll128 inter path sm90", (2, 27, 3), (2, 27, 7), "p2c",
+         _SRC + "v2.27.3-1 src/graph/tuning.cc:211 LL128_C2C default 1, :460 typeInter <= PATH_P2C"),
+    Rule("ll128 inter path sm90", (2, 28, 3), None, "pxn",
+         _SRC + "v2.28.3-1 src/graph/tuning.cc:482-484 (LL128_C2C: typeInter <= PATH_PXN)"),
+    # -- paths -------------------------------------------------------------------------------------------------------
+    # A GPU on NVLink-C2C (Grace) reaches its NIC through the CPU's PCIe root: PATH_PHB ('a path going through the
+    # CPU', v2.26.2-1 src/graph/paths.cc:96-97) until 2.27.3 named that path PATH_P2C (src/graph/paths.cc:669-681)
+    Rule("c2c gpu-nic path", (2, 4, 2), (2, 26, 6), "phb", _SRC + "v2.26.2-1 src/graph/paths.cc:96-97"),
+    Rule("c2c gpu-nic path", (2, 27, 3), None, "p2c", _SRC + "v2.27.3-1 src/graph/paths.cc:669-681"),
     # -- channels ------------------------------------------------------------------------------------------------------
     # 2.20-2.21 raised comm->nChannels to nvlsChannels but Ring/Tree kept comm->collChannels (v2.21.5 enqueue.cc:1568);
     # 2.22.3 made Ring/Tree use comm->nChannels; 2.28.3 dropped the raise ("Decreased max CTA count from 32 to 16 on
