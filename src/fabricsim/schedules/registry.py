@@ -119,12 +119,10 @@ def build_schedule(
 
 def built_channels(algorithm: str, channels: int) -> int | None:
     """The channels of the schedule `build_schedule` makes for `algorithm` with `channels`, where it follows them
-    (ring, with the chains of broadcast and reduce: `channels`; tree: rounded up to even), so a caller knows them
-    before building it; None where the builder fixes its own (NVLSTree: 2 per local rank) or takes none."""
-    if algorithm == "ring":
+    (ring, with the chains of broadcast and reduce, and tree: `channels`), so a caller knows them before building
+    it; None where the builder fixes its own (NVLSTree: 2 per local rank) or takes none."""
+    if algorithm in ("ring", "tree"):
         return channels
-    if algorithm == "tree":
-        return channels + channels % 2
     return None
 
 

@@ -475,7 +475,7 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     if algo == "ring":
         sched = len(node_rings(topo, ranks)) or rails
     elif algo == "tree":
-        sched = rails + rails % 2
+        sched = rails
     elif algo == "collnet_chain":
         sched = rails
     # NCCL runs at most MAXCHANNELS channels (src/include/device.h:91), its graph search's count doubled and
