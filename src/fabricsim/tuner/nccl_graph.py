@@ -331,6 +331,13 @@ def nvls_channels(system: NcclSystem) -> int:
     return rel.get("nvls channels sm90", K.NVLS_NCHANNELS_SM90)
 
 
+def _channel_caps(system: NcclSystem) -> tuple:
+    """The per-channel caps of the system's release (chunking.CommPlan.channel_caps): tuning.cc perChMax*Bws as
+    that release sets them (tuner.nccl_versions.tuning)."""
+    t = nccl_versions.tuning(system.release)
+    return t.per_ch_ring_ll128, t.per_ch_tree_ll128, t.per_ch_tree, t.per_ch_nvls_tree
+
+
 def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.CommPlan:
     """What the communicator gives every call (engine.chunking.CommPlan): execution channels (`comm_channels`),
     NVLS channels and heads (the NVLS graph's channels, src/graph/connect.cc connectNvls), NVLS chunk sizes with
@@ -357,4 +364,5 @@ def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.Comm
         ring_simple_threads=256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS,
         net_overhead=K.NET_OVERHEAD_US[system.cpu_vendor] * 1e-6,
         p2p_net_chunk=chunking.P2P_NET_CHUNK * (2 if system.cpu_vendor == "arm" and system.compcap >= 100
-                                                 and system.n_nodes > 1 else 1))
+                                                 and system.n_nodes > 1 else 1),
+        channel_caps=_channel_caps(system))

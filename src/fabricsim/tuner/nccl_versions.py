@@ -7,8 +7,12 @@ algorithms exist, where LL128 is on by default, how many channels Ring/Tree and 
 rules, point-to-point channels per network peer, and the tuning constants NCCL's own cost model (tuner.nccl_model)
 uses in that release (2.30.7's formulas with that release's constants, and the formulas that changed where a row
 says so: NVLS / NVLSTree busBw before 2.28.3, Tree's TREE-pattern factor; elsewhere an approximation where a
-release's formulas differ, said beside the rows concerned). The engine's physical costs (per-step latencies, per-channel caps) stay those of the newest
-release modelled (engine.protocols): a release changes what NCCL runs, not the hardware.
+release's formulas differ, said beside the rows concerned). The engine's per-step latencies stay those of the
+newest release modelled (engine.protocols): a release changes what NCCL runs, not the hardware. Its per-channel
+caps, which pace a pipelined tree's levels as well as bound a call, are the release's own (`tuning`, through
+engine.chunking.CommPlan.channel_caps): NCCL retuned them with its kernels (Blackwell's Tree cap across 4+ nodes 72
+GB/s per channel in 2.27, 24 from 2.28), and a 2.27.3 Tree run across three GB200 NVL4 partitions (nccl#1801)
+reaches a bus bandwidth above what 2.30.7's caps allow its channels.
 
 Versions are (major, minor, patch); a version given without its patch (2.18) is read as the last patch of that
 minor release that this table knows of (`Release.version` says which). Releases newer than NEWEST are
