@@ -76,7 +76,7 @@ class CommPlan:
     nvls_tree_from_step: bool = False
     # Under the run's channel bounds (ChannelEnv), the communicator's channels and NVLS channels without them (0: no
     # bounds): NCCL's per-channel caps price the search's channels, which the unbounded communicator runs, so a
-    # call's share of them is its channels over these (`call_chunks`)
+    # call's share of them is its channels over these (`call_chunks`; above 1 on more, NCCL_MIN_NCHANNELS)
     natural_channels: int = 0
     natural_nvls_channels: int = 0
 

@@ -499,7 +499,6 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     if channel_env and algo not in ("nvls", "nvls_tree"):  # NVLS runs its own channels (nccl_graph.nvls_bounded)
         sched = max(1, min(sched, nccl_graph.bounded_channels(system, nccl_graph.comm_channels(
             _nccl_system(topo, key, nccl_version), graphs))[0]))
-        channels = max(int(channels), sched)
     return sched, min(channels + (-channels) % sched, system.max_channels // sched * sched)
 
 
