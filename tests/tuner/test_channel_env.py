@@ -10,13 +10,14 @@ import dataclasses
 import numpy as np
 import pytest
 
+from fabricsim import schedules
 from fabricsim.engine import chunking
 from fabricsim.engine.chunking import ChannelEnv, ChunkEnv
+from fabricsim.errors import FabricsimError
 from fabricsim.topology import build, preset_spec
 from fabricsim.tuner import nccl_graph
 from fabricsim.tuner.nccl_model import nccl_times, system_from_topology
 from fabricsim.tuner.select import best, channel_plan
-from fabricsim import schedules
 
 H100 = build(preset_spec("dgx-h100"))
 A100_2 = build(preset_spec("dgx-a100", nodes=2))
@@ -107,3 +108,26 @@ def test_nccls_model_counts_the_bounded_channels():
     plain = nccl_times(system, "all_reduce", size)
     one = nccl_times(dataclasses.replace(system, channel_env=ChannelEnv(max_nchannels=1)), "all_reduce", size)
     assert one[("Ring", "Simple")] > plain[("Ring", "Simple")] and one[("Tree", "LL")] == plain[("Tree", "LL")]
+
+
+def test_a_tree_bounded_to_its_search_channels_runs_tree_0_alone():
+    # connectTrees: tree 0 on the search channels, tree 1 on their duplicates (src/graph/connect.cc:149-174)
+    four = build(preset_spec("dgx-a100", nodes=4))
+    ranks = np.arange(32, dtype=np.int32)
+    search = nccl_graph.search_graphs(system_from_topology(four))["Tree"].n_channels
+
+    def tree(**bounds):
+        env = ChunkEnv(channels=ChannelEnv(**bounds)) if bounds else None
+        return best(four, "all_reduce", 1 << 30, ranks=ranks, algos=["tree"], protos=["simple"], chunk_env=env)
+
+    both, kept_all, kept_search = tree(), tree(max_nchannels=2 * search), tree(max_nchannels=search)
+    assert both.job.schedule.meta == kept_all.job.schedule.meta and kept_all.result.time == both.result.time
+    # one binary tree: an inner node's NICs carry its parent's and both children's traffic, which the mirrored tree
+    # balances in the double binary tree
+    assert kept_search.result.time > 1.3 * both.result.time
+    single = schedules.build_schedule("all_reduce", "tree", 32, structure=schedules.structure_from_topology(
+        four, ranks), channels=3, trees=1)
+    assert single.channels == 3 and schedules.built_channels("tree", 3, trees=1) == 3
+    assert schedules.built_channels("tree", 3) == 4
+    with pytest.raises(FabricsimError, match="trees=3"):
+        schedules.build_schedule("all_reduce", "tree", 32, channels=2, trees=3)

@@ -7,7 +7,8 @@ head links to the parent and children nodes); channel k heads its chains at loca
 k mod ranks-per-node, or at `heads[k mod len(heads)]` where the caller knows the GPU NCCL's tree search starts
 the channel at (GPUs sharing a NIC: one head per NIC, tuner.select.tree_heads), so channels leave each node on
 different GPUs and NICs. Even channels use tree 0, odd channels tree 1, so with an even channel count each tree
-carries half the data. Each channel
+carries half the data; with `trees=1` every channel uses tree 0, as a communicator bounded to at most its search
+channels runs (connect.cc:149-174 connectTrees: tree 0 on the search channels, tree 1 on their duplicates). Each channel
 reduces up and broadcasts down, pipelined over `pipeline` chunks (ncclPatternTreeUpDown).
 """
 
@@ -72,13 +73,14 @@ def rank_tree(structure: Structure, node_parent: np.ndarray, offset: int = 0) ->
     return rank[has], parent[has], depth[has]
 
 
-def tree(structure: Structure, channels: int, pipeline: int, heads: tuple[int, ...] = ()) -> Schedule:
-    """Double-binary-tree AllReduce; `channels` is rounded up to even (both trees, half each). `heads`: the local
-    rank heading each channel's chains (channel k: heads[k mod len(heads)]); empty: local rank k."""
-    nch = channels + channels % 2
-    trees = dtree_parents(structure.nnodes)
+def tree(structure: Structure, channels: int, pipeline: int, heads: tuple[int, ...] = (), trees: int = 2) -> Schedule:
+    """Double-binary-tree AllReduce; `channels` is rounded up to even (both trees, half each), or with `trees=1` every
+    channel on tree 0. `heads`: the local rank heading each channel's chains (channel k: heads[k mod len(heads)]);
+    empty: local rank k."""
+    nch = channels + channels % 2 if trees == 2 else channels
+    parents = dtree_parents(structure.nnodes)
     offsets = [heads[ch % len(heads)] if heads else ch for ch in range(nch)]
-    edges = [rank_tree(structure, trees[ch % 2], offsets[ch]) for ch in range(nch)]
+    edges = [rank_tree(structure, parents[ch % trees], offsets[ch]) for ch in range(nch)]
     child, parent, depth = (np.concatenate([e[i] for e in edges]) for i in range(3))
     chan = np.concatenate([np.full(e[0].size, ch) for ch, e in enumerate(edges)])
     steps, M = pipelined_forest(child, parent, depth, chan, pipeline, up=True, down=True)

@@ -261,6 +261,7 @@ class _CallParts(NamedTuple):
     rings: tuple[tuple[int, ...], ...]  # ring: each channel's order of a node's local ranks
     tree_heads: tuple[int, ...]  # tree: the local rank heading each channel
     heads: int  # NVLSTree: NCCL's NVLS heads (<= 32 per domain)
+    trees: int  # tree: 2 (the double binary tree), 1 (tree 0 alone: a communicator bounded to its search channels)
     comm: CommPlan  # NCCL's communicator: channels, NVLS heads, chunk sizes (the run's environment applied)
     net_peer_bw: float | None  # bytes/s cap per point-to-point transfer across the network
 
@@ -272,14 +273,21 @@ def _call_parts(topo: Topology, collective: str, algo: str, ranks: np.ndarray, s
     rings = node_rings(topo, ranks) if algo == "ring" else ()
     tree_heads_ = tree_heads(topo, ranks, structure) if algo == "tree" else ()
     system = _nccl_system(topo, ranks.tobytes(), nccl_version, channel_env)
-    comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
+    graphs = nccl_graph.search_graphs(system)
+    comm = nccl_graph.comm_plan(system, graphs)
+    # connectTrees puts tree 0 on the search channels and tree 1 on their duplicates (v2.30.7-1
+    # src/graph/connect.cc:149-174): a communicator that keeps no more than those runs tree 0 alone
+    trees = 2
+    if algo == "tree" and channel_env and _kept(topo, ranks.tobytes(), nccl_version, system, graphs) <= \
+            graphs["Tree"].n_channels:
+        trees = 1
     if chunk_env is not None:
         comm = chunk_env.apply(comm)
     net_peer_bw = None
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
         net_peer_bw = p2p_channels_per_net_peer(system) * P2P_PER_CHANNEL_NET_BW
-    return _CallParts(sched_channels, channels, rings, tree_heads_, comm.nvls_heads if algo == "nvls_tree" else 0, comm,
-                      net_peer_bw)
+    return _CallParts(sched_channels, channels, rings, tree_heads_, comm.nvls_heads if algo == "nvls_tree" else 0,
+                      trees, comm, net_peer_bw)
 
 
 def _job(collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, elem_size: int, root: int,
@@ -287,7 +295,7 @@ def _job(collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray,
     """The engine job of a call planned as `parts`: its schedule built, the channels a multiple of the schedule's."""
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
                                         channels=parts.sched_channels, rings=parts.rings, heads=parts.heads,
-                                        tree_heads=parts.tree_heads)
+                                        tree_heads=parts.tree_heads, trees=parts.trees)
     channels = parts.channels + (-parts.channels) % schedule.channels  # some schedules fix their own (NVLSTree: 2 per local rank)
     return Job(schedule, nbytes, ranks, elem_size, proto, channels, parts.net_peer_bw, parts.comm)
 
@@ -295,7 +303,7 @@ def _job(collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray,
 def _built_channels(algo: str, parts: _CallParts) -> int | None:
     """The channels `_job` gives a call planned as `parts`, known before its schedule is built where the schedule
     runs on the channels it is built with (schedules.built_channels: ring, tree); None elsewhere."""
-    own = schedules.built_channels(algo, parts.sched_channels)
+    own = schedules.built_channels(algo, parts.sched_channels, parts.trees)
     return None if own is None else parts.channels + (-parts.channels) % own
 
 
@@ -497,9 +505,15 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     sched = min(sched, system.max_channels)
     channels = max(int(channels), sched)
     if channel_env and algo not in ("nvls", "nvls_tree"):  # NVLS runs its own channels (nccl_graph.nvls_bounded)
-        sched = max(1, min(sched, nccl_graph.bounded_channels(system, nccl_graph.comm_channels(
-            _nccl_system(topo, key, nccl_version), graphs))[0]))
+        sched = max(1, min(sched, _kept(topo, key, nccl_version, system, graphs)))
     return sched, min(channels + (-channels) % sched, system.max_channels // sched * sched)
+
+
+def _kept(topo: Topology, ranks_key: bytes, version, system: nccl_model.NcclSystem, graphs: dict) -> int:
+    """The communicator's first channels NCCL keeps under `system`'s channel bounds, before copying them
+    (nccl_graph.bounded_channels of the unbounded communicator's count)."""
+    return nccl_graph.bounded_channels(system, nccl_graph.comm_channels(_nccl_system(topo, ranks_key, version),
+                                                                        graphs))[0]
 
 
 def _nccl_system(topo: Topology, ranks_key: bytes, version=None,
