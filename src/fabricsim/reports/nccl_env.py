@@ -1,9 +1,9 @@
 """The NCCL environment of a run, as a prediction honours it: each variable NCCL reads that fabricsim knows is
 'applied' (the prediction follows it: a forced algorithm or protocol, resized buffers and chunks, bounded channels,
-NVLS or CollNet off or on, P2P off), said by
-the cluster file, of no effect (NCCL's default, or nothing this run does), or 'not modelled' (NCCL changes
-behaviour and fabricsim cannot follow), with why. `perf --env`, `compare` (with the log's own 'set by environment'
-lines), `doctor`, `calibrate` and `validate --logs` read a run's environment through `ENV`.
+NVLS or CollNet off or on, P2P off), said by the cluster file, of no effect (NCCL's default, or nothing this run
+does), or 'not modelled' (NCCL changes behaviour and fabricsim cannot follow), with why. `perf --env`, `compare`
+(with the log's own 'set by environment' lines), `doctor`, `calibrate`, `validate --logs`, the added rows' channel
+bounds and the nccl-tests emulator's read a run's environment through `ENV`.
 """
 
 from __future__ import annotations
