@@ -189,7 +189,8 @@ def run_binary(binary: str, argv: list[str], environ) -> tuple[str, list[str]]:
     cap = int((gpu.hbm_bytes - (1 << 30)) / (3 if args.check else 2))  # src/common.cu: send + recv (+ expected) + 1 GiB
     maxbytes = min(args.maxbytes, cap)
     size_list = _sizes(replace(args, maxbytes=maxbytes))
-    groups = [sweep(topo, collective, size_list, first, dtype=t, redop=o, root=r, algos=env.algos, protos=env.protos)
+    groups = [sweep(topo, collective, size_list, first, dtype=t, redop=o, root=r, algos=env.algos, protos=env.protos,
+                    chunk_env=env.chunk_env)
               for t, o, r in _choices(args, collective, ranks, notes)]
     nodes = env.spec.nodes if first is None else -(-first // env.spec.gpus_per_node)  # the nodes the ranks are on
     simulated = (f"# SIMULATED by fabricsim {__version__}: no GPU ran; every figure is a prediction for "

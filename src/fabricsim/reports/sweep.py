@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -143,7 +143,8 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
     """One nccl-tests row per size (size and count as nccl-tests rounds them) and the pick behind it.
     `ranks` are the GPU ranks of the communicator (a partial node uses the first few); `nccl_version` the NCCL
     release whose rules apply (tuner.nccl_versions; None: the newest modelled); `chunk_env` the buffer and chunk
-    sizes the run's NCCL environment set (engine.chunking.ChunkEnv; NCCL's cost model has no buffers)."""
+    sizes and channel bounds the run's NCCL environment set (engine.chunking.ChunkEnv; NCCL's cost model has no
+    buffers, its channels follow the bounds)."""
     from fabricsim.tuner import nccl_model
 
     elem = DTYPE_SIZES[dtype]
@@ -152,6 +153,8 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
     algo_list = list(algos) if algos else None
     proto_list = list(protos) if protos else None
     system = nccl_model.system_from_topology(topo, ranks=ranks, version=nccl_version) if cost_model == "nccl" else None
+    if system is not None and chunk_env is not None:  # its channel bounds: the channels NCCL's model counts
+        system = replace(system, channel_env=chunk_env.channels)
     r = root if collective in ROOTED else -1
     op = redop if collective in REDUCING else "none"
     out = []

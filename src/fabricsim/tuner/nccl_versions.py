@@ -93,6 +93,15 @@ RULES: tuple[Rule, ...] = (
     # Blackwell", release f1308997): Blackwell across nodes goes from 32 Ring/Tree channels back to 16.
     Rule("ring/tree channels raised to nvls channels", (2, 22, 3), (2, 27, 7), True,
          _SRC + "v2.22.3-1 src/graph/connect.cc:493-494 and src/enqueue.cc:1617; gone in v2.28.3-1 (release f1308997)"),
+    # the environment's channel bounds (engine.chunking.ChannelEnv; tuner.nccl_graph.bounded_channels): NCCL_MIN/
+    # MAX_NCHANNELS on comm->nChannels from 2.5.6 (2.4 read NCCL_MIN/MAX_NRINGS, src/misc/rings.cc:179-180); the
+    # communicator config's minCTAs / maxCTAs, with NCCL_MIN_CTAS / NCCL_MAX_CTAS, on comm->nChannels and
+    # comm->nvlsChannels from 2.17.1
+    Rule("nchannels env", (2, 5, 6), None, True,
+         _SRC + "v2.5.6-1 src/graph/connect.cc:181-200, 244-250; v2.30.7-1 src/graph/connect.cc:331-362, 503-505"),
+    Rule("cta config", (2, 17, 1), None, True,
+         _SRC + "v2.17.1-1 src/init.cc:1072-1073, src/graph/connect.cc:316-317, src/transport/nvls.cc:246; "
+         "v2.30.7-1 src/init.cc:2013-2035, 2178-2194, src/graph/connect.cc:503-505, src/transport/nvls.cc:235"),
     Rule("nvls channels sm90", (2, 17, 1), None, 16, _SRC + "v2.17.1-1 src/transport/nvls.cc:227 NVLS_NCHANNELS 16"),
     Rule("nvls channels sm100 (one domain, several)", (2, 25, 1), (2, 26, 6), (32, 32),
          _SRC + "v2.25.1-1 src/transport/nvls.cc:145 NVLS_NCHANNELS_SM100 32"),
