@@ -93,9 +93,7 @@ def _cluster(environ, ranks: int, notes: list[str]):
 def _sizes(args) -> list[int]:
     from fabricsim.reports.sweep import sizes
 
-    if args.stepfactor > 1:
-        if args.minbytes == 0:
-            raise FabricsimError("-b 0 with -f: the size never grows; start at -b 1 or more")
+    if args.stepfactor > 1:  # sizes refuses a factor sweep that repeats a size (-b 0)
         return sizes(args.minbytes, args.maxbytes, float(args.stepfactor), None)
     if args.stepbytes <= 0:
         raise FabricsimError("-i 0 without -f: the size never grows; give -i > 0 or -f > 1")
