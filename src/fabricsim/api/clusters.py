@@ -148,7 +148,8 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
                              f"{spec.nodes * spec.gpus_per_node}")
     if faults is not None:
         spec = replace(spec, faults=spec.faults.plus(faults_from(faults)))
-    topo = topology.build(replace(spec, routing=cast("Routing", routing)) if routing else spec)  # checked above
+    topo = topology.build(replace(spec, routing=cast("Routing", routing)) if routing else spec,  # checked above
+                          topology.cluster_file(source))
     if per_node is not None:
         ranks = np.flatnonzero(topo.dev_local[topo.gpu_device] < per_node)
     else:

@@ -159,7 +159,7 @@ def run_binary(binary: str, argv: list[str], environ) -> tuple[str, list[str]]:
     from fabricsim.nccltests.args import parse_args
     from fabricsim.nccltests.env import apply_env
     from fabricsim.nccltests.log import Run, format_json, format_log
-    from fabricsim.topology import build
+    from fabricsim.topology import build, cluster_file
     from fabricsim.tuner.select import NCCL_VERSION
 
     args = parse_args(argv)
@@ -182,7 +182,7 @@ def run_binary(binary: str, argv: list[str], environ) -> tuple[str, list[str]]:
     env = apply_env(spec, collective, environ)
     notes += env.notes
     _ignored_flags(args, notes)
-    topo = build(env.spec)
+    topo = build(env.spec, cluster_file(environ.get("FABRICSIM_CLUSTER", "").strip()))
     gpu = hardware.get_gpu(env.spec.gpu)
     cap = int((gpu.hbm_bytes - (1 << 30)) / (3 if args.check else 2))  # src/common.cu: send + recv (+ expected) + 1 GiB
     maxbytes = min(args.maxbytes, cap)

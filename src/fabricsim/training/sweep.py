@@ -75,7 +75,7 @@ def cluster_topology(cluster, n_gpus: int, variant: str | None = None, faults=No
         spec = replace(spec, nodes=_nodes_for(spec, n_gpus))
     if faults:
         spec = replace(spec, faults=spec.faults.plus(faults))
-    return topology.build(spec)
+    return topology.build(spec, topology.cluster_file(cluster))
 
 
 def check_whole_nodes(cluster, n_gpus: int) -> None:
