@@ -197,11 +197,12 @@ def with_faults(c: Cluster, extra: Faults) -> Cluster:
 
 
 def fault_notes(c: Cluster, cost_model: str) -> list[str]:
-    """What a collective on a faulted cluster does not show: slow GPUs' compute, and faults under NCCL's own model."""
+    """What a collective on a faulted cluster does not show: how a target was modelled (`FaultReport.notes`), slow
+    GPUs' compute, and faults under NCCL's own model."""
     report = c.faults
     if report is None:
         return []
-    out = []
+    out = list(report.notes)
     slow = [r for r, _ in report.gpu_speed if r in set(c.ranks.tolist())]
     if slow:
         out.append(f"a slow GPU's compute ({len(slow)} GPU{'s' * (len(slow) != 1)} throttled) does not change a collective's time "

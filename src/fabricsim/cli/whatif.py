@@ -6,7 +6,7 @@ import json
 
 import click
 
-from fabricsim.cli.options import fault_options, faults_given, routing_option, size_options
+from fabricsim.cli.options import fault_options, faults_given, notes, routing_option, size_options
 from fabricsim.cli.progress import progress_bar
 
 WHAT = ("spines", "leaves", "cores", "nics", "nvswitches", "nic-links", "spine-links", "core-links", "links", "nvlinks")
@@ -47,6 +47,7 @@ def failures(cluster, nodes, gpus, routing, fail, degrade, seed, collective, siz
 
         plot_format(plot_path)  # a bad name fails before the work, not after
     c = api.cluster(cluster, nodes, gpus, routing=routing, faults=faults_given(fail, degrade, seed))
+    notes(c.faults.notes if c.faults is not None else ())
     with progress_bar("whatif failures") as progress:
         result = api.failures(c, collective, size, fail_counts=fail_count, what=what, seeds=seeds, algo=algo,
                               proto=proto, level=level, progress=progress)

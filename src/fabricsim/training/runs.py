@@ -204,7 +204,8 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
     if progress is not None:
         progress(total, total)
     ran = {r.n_gpus for res in sweep.runs.values() for r in res if isinstance(r, StepResult)}
-    sweep.warnings = _warnings(sweep, efficiency) + _resized(cluster, [n for n in counts if n in ran])
+    sweep.warnings = (_warnings(sweep, efficiency) + _resized(cluster, [n for n in counts if n in ran])
+                      + (whatif.notes if whatif is not None else []))
     return sweep
 
 
