@@ -140,6 +140,12 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
             raise FabricsimError(f"{option(name, value)}: give a whole number of {unit}, e.g. {option(name, 8)}")
     nodes, gpus = (int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v  # numpy ints too
                    for v in (nodes, gpus))
+    if nodes is not None and nodes < 1:
+        raise FabricsimError(f"{option('nodes', nodes)}: a cluster has at least one node: give {option('nodes', 1)} "
+                             "or more")
+    if gpus is not None and gpus < 1:
+        raise FabricsimError(f"{option('gpus', gpus)}: a run needs at least one GPU: give {option('gpus', 1)} or more "
+                             "(fewer than a node's GPUs run on part of one node)")
     source = name_or_yaml if isinstance(name_or_yaml, ClusterSpec) else str(name_or_yaml)
     spec, per_node, first = sized_spec(source, nodes, gpus)
     if per_node is not None and per_node > spec.gpus_per_node:
