@@ -79,6 +79,7 @@ def names(cluster, pattern, nodes, gpus, links):
     from fabricsim.topology import names as N
 
     topo = api.cluster(cluster, nodes, gpus).topology
+    asked = pattern
     if links:
         pattern = pattern if "->" in pattern else f"{pattern} -> *"
         left = set(N.match_devices(topo, N.split_link(pattern)[0]).tolist())
@@ -89,5 +90,6 @@ def names(cluster, pattern, nodes, gpus, links):
         all_names = N.device_names(topo)
         lines = [all_names[int(d)] for d in N.match_devices(topo, pattern)]
     if not lines:
-        raise FabricsimError(f"nothing on {topo.name} matches '{pattern}': names look like {N.examples(topo)}")
+        glob = "" if "->" in asked or any(c in asked for c in "*?[") else f" (PATTERN is a shell glob over whole names: '*{asked}*')"
+        raise FabricsimError(f"nothing on {topo.name} matches '{pattern}'{glob}: names look like {N.examples(topo)}")
     click.echo("\n".join(lines))
