@@ -73,18 +73,19 @@ def _cluster(environ, ranks: int, notes: list[str]):
                              "or a cluster YAML file")
     spec = load_spec(name)
     unit = max(spec.gpus_per_node, spec.domain_size)  # a preset resizes by whole nodes (NVL72: whole racks)
+    what = "node" if unit == spec.gpus_per_node else "rack"
     if ranks < unit:
         whole = load_spec(name, gpus=unit) if name in PRESETS else replace(spec, nodes=unit // spec.gpus_per_node)
-        notes.append(f"{ranks} ranks on part of {name}'s first {'node' if unit == spec.gpus_per_node else 'rack'}: "
-                     f"GPUs 0-{ranks - 1} of {unit}")
+        notes.append(f"{ranks} ranks on part of {name}'s first {what}: GPUs 0-{ranks - 1} of {unit}")
         return whole, ranks
+    if ranks % unit:  # in nccl-tests' terms: a preset's own message would name fabricsim's --nodes / --gpus
+        lo = ranks // unit * unit
+        raise FabricsimError(f"{name} has {what}s of {unit} GPUs: run whole {what}s (ranks = processes x -t x -g, a "
+                             f"multiple of {unit}: {lo} or {lo + unit}), or fewer than {unit} ranks on part of one")
     if name in PRESETS:
         return load_spec(name, gpus=ranks), None
     have = spec.nodes * spec.gpus_per_node
     if ranks != have:
-        if ranks % spec.gpus_per_node:
-            raise FabricsimError(f"{ranks} ranks but {name} has nodes of {spec.gpus_per_node} GPUs: run whole nodes "
-                                 f"(ranks = processes x -t x -g, a multiple of {spec.gpus_per_node})")
         spec = replace(spec, nodes=ranks // spec.gpus_per_node)
         notes.append(f"{name} has {have} GPUs; this run uses {ranks} ranks: {spec.nodes} node(s) of it")
     return spec, None
