@@ -45,3 +45,9 @@ def test_a_second_chip_is_one_clear_error(capsys):
                    "domain0.nvswitch0 takes all 4 down\n")
     with pytest.raises(FabricsimError, match="matches no device"):  # a domain that does not exist: the usual error
         apply_faults(load_cluster("dgx-h100"), Faults(fail=("domain7.nvswitch1",)))
+
+
+def test_the_fault_line_says_the_device_is_the_domains_chips():
+    topo = apply_faults(load_cluster("dgx-h100", nodes=2), Faults(degrade=("domain*.nvswitch0:3/4",)))
+    assert topo.features["faults"].lines == ("degrade domain*.nvswitch0 (x0.75): domain0.nvswitch0, domain1.nvswitch0 "
+                                             "(each domain's 4 NVSwitch chips; 16 cables degraded)",)

@@ -213,13 +213,16 @@ def _devices(topo: Topology, target: str, factor: float, acc: _Acc, devices: np.
     names = N.device_names(topo)
     listed = ", ".join(names[int(d)] for d in devices[:SHOWN]) + (f" +{devices.size - SHOWN} more"
                                                                  if devices.size > SHOWN else "")
+    switches = others[(topo.dev_kind[others] == DeviceKind.NVSWITCH) & (topo.dev_units[others] > 1)]
     what = []
+    if switches.size:  # one device stands for the domain's chips (topology.builders)
+        what.append(f"{'each' if switches.size > 1 else 'the'} domain's {int(topo.dev_units[switches[0]])} "
+                    "NVSwitch chips")
     if gpus.size:
         what.append(f"{gpus.size:,} GPU{'s' * (gpus.size != 1)} computing at x{factor:.4g}")
     if others.size:
         what.append(f"{cables.size:,} cable{'s' * (cables.size != 1)} {'down' if factor == 0 else 'degraded'}")
     acc.lines.append(f"{shown}: {listed} ({'; '.join(what)})")
-    switches = others[(topo.dev_kind[others] == DeviceKind.NVSWITCH) & (topo.dev_units[others] > 1)]
     if factor == 0 and switches.size:
         acc.notes.append(_all_chips(topo, target, names, switches))
 
