@@ -160,7 +160,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     from fabricsim.engine.chunking import ChunkEnv
     from fabricsim.hardware.memory import over_hbm_note
     from fabricsim.reports import ecmp
-    from fabricsim.reports.sweep import check_options, forced_notes, predict
+    from fabricsim.reports.sweep import check_options, empty_rows_note, forced_notes, predict
     from fabricsim.tuner.nccl_versions import release
 
     _applies(collective, op, root)
@@ -181,6 +181,9 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     over = over_hbm_note(hardware.get_gpu(c.topology.gpu_part()), size_list)  # perf's CLI stops its sweep there
     if over:
         notes.append(over)
+    empty = empty_rows_note(collective, size_list, dtype, c.n_gpus)
+    if empty:
+        notes.append(empty)
     rel = release(nccl_version)
     seeds = ecmp.check_seeds(ecmp_seeds)
     if seeds > 1 and cost_model != "fabricsim":
