@@ -63,15 +63,22 @@ def sizes(minbytes: int, maxbytes: int, factor: float | None = None, step: int |
     return out
 
 
+def least_bytes(collective: str, dtype: str, n_ranks: int) -> tuple[int, str]:
+    """(the smallest size that moves data, what it is): one element, one per rank where the size is the whole buffer
+    (nccl-tests' count column, `count_for`); below it a count of 0 moves nothing."""
+    elem = DTYPE_SIZES[dtype]
+    if collective in SIZE_IS_TOTAL:
+        return elem * n_ranks, f"one {dtype} for each of {n_ranks} ranks: {n_ranks} x {elem} B"
+    return elem, f"one {dtype}"
+
+
 def empty_rows_note(collective: str, size_list: Sequence[int], dtype: str, n_ranks: int) -> str | None:
-    """What to tell a user whose sweep starts below one element (one per rank where the size is the whole buffer):
-    nccl-tests prints those sizes as rows of size 0 that move nothing, and so does fabricsim."""
-    least = DTYPE_SIZES[dtype] * (n_ranks if collective in SIZE_IS_TOTAL else 1)  # count_for's divisor
+    """What to tell a user whose sweep starts below `least_bytes`: nccl-tests prints those sizes as rows of size 0
+    that move nothing, and so does fabricsim."""
+    least, what = least_bytes(collective, dtype, n_ranks)
     empty = [s for s in size_list if 0 < s < least]
     if not empty:
         return None
-    what = (f"one {dtype} per rank: {n_ranks} ranks x {DTYPE_SIZES[dtype]} B" if least > DTYPE_SIZES[dtype]
-            else f"one {dtype}")
     many = len(empty) > 1
     return (f"{f'{len(empty)} sizes' if many else f'size {empty[0]}'} below {least} B ({what}) "
             f"{'print' if many else 'prints'} as size 0 and {'move' if many else 'moves'} nothing, as in nccl-tests: "
