@@ -132,8 +132,8 @@ def _applies(collective: str, op: str, root: int) -> None:
     from fabricsim.vocab import COLLECTIVES, REDUCING, ROOTED
 
     if op != "sum" and collective in COLLECTIVES and collective not in REDUCING:
-        raise FabricsimError(f"{option('op', op, flag='-o')}: {collective} does not reduce, so no reduction op applies: "
-                             f"drop {option('op', flag='-o')} (it applies to {', '.join(REDUCING)})")
+        raise FabricsimError(f"{option('op', op, flag='-o')}: {collective} does not reduce, so no reduction op "
+                             f"applies: drop {option('op', flag='-o')} (it applies to {', '.join(REDUCING)})")
     if root != 0 and collective in COLLECTIVES and collective not in ROOTED:
         rooted = ", ".join(c for c in COLLECTIVES if c in ROOTED)
         raise FabricsimError(f"{option('root', root, flag='-r')}: {collective} has no root: drop "

@@ -90,6 +90,7 @@ def names(cluster, pattern, nodes, gpus, links):
         all_names = N.device_names(topo)
         lines = [all_names[int(d)] for d in N.match_devices(topo, pattern)]
     if not lines:
-        glob = "" if "->" in asked or any(c in asked for c in "*?[") else f" (PATTERN is a shell glob over whole names: '*{asked}*')"
+        bare = "->" not in asked and not any(c in asked for c in "*?[")
+        glob = f" (PATTERN is a shell glob over whole names: '*{asked}*')" if bare else ""
         raise FabricsimError(f"nothing on {topo.name} matches '{pattern}'{glob}: names look like {N.examples(topo)}")
     click.echo("\n".join(lines))

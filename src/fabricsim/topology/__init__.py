@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 _LAZY = {"apply_faults": "faulted", "with_calibration": "variants", "with_ecmp_seed": "variants",
          "with_link_capacity": "variants", "without_links": "variants"}
 
-__all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Faults", "Topology", "apply_faults", "build", "cluster_file", "load_cluster",
-           "load_spec", "preset_spec", "save_cluster", "validate", "with_calibration", "with_ecmp_seed",
+__all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Faults", "Topology", "apply_faults", "build", "cluster_file",
+           "load_cluster", "load_spec", "preset_spec", "save_cluster", "validate", "with_calibration", "with_ecmp_seed",
            "with_link_capacity", "without_links"]
 
 
