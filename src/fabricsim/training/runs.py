@@ -174,6 +174,10 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
         raise FabricsimError(f"unknown {option('compare')} variant {', '.join(bad)}: use some of {', '.join(VARIANTS)}")
     template, defaults = layout_request(options, search)
     _dense_ignores(spec_model, options)
+    if options.get("fp8_param_gather") and options.get("precision") in (None, "bf16"):  # step.py gathers BF16 then
+        raise FabricsimError(f"{option('fp8_param_gather')} gathers the weights in FP8, and a BF16 run has no FP8 "
+                             f"weights: give {option('precision', 'fp8')} (or another FP8 / FP4 precision), or drop "
+                             f"{option('fp8_param_gather')}")
     explicit = template is not None
     name = cluster if isinstance(cluster, str) else getattr(cluster, "name", "cluster")
     if steps is not None and not jitter:
