@@ -377,8 +377,7 @@ def _sweep(row: dict, key: str = "notes") -> tuple[int, int]:
 
 
 def sweep_sizes(lo: int, hi: int) -> np.ndarray:
-    """Power-of-two sizes from lo to hi (nccl-tests -f 2)."""
-    sizes = [lo]
-    while sizes[-1] * 2 <= hi:
-        sizes.append(sizes[-1] * 2)
-    return np.asarray(sizes, dtype=np.int64)
+    """Power-of-two sizes from lo to hi (nccl-tests -f 2: reports.sweep.sizes, the one sweep rule)."""
+    from fabricsim.reports.sweep import sizes
+
+    return np.asarray(sizes(lo, hi, 2.0), dtype=np.int64)
