@@ -4,12 +4,16 @@ engine's chunking, NCCL_ALGO restricts the candidates, NCCL_P2P_DISABLE reroutes
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import fabricsim as fs
 from fabricsim.cli.main import main
-from fabricsim.engine.chunking import ChunkEnv
+from fabricsim.engine.chunking import ChannelEnv, ChunkEnv
+from fabricsim.reports.nccl_env import CHANNEL_VARS, RunSetup, environment
 from fabricsim.reports.nccltests_table import format_table
 from fabricsim.tuner.select import best
 
@@ -72,3 +76,80 @@ def test_compare_applies_the_logs_own_environment_lines(tmp_path, capsys):
     assert main(["compare", str(log), "-c", "dgx-h100", "--nodes", "2"]) == 0
     captured = capsys.readouterr()
     assert "# NCCL_ALGO=Tree: applied (algorithms tree)" in captured.out and "NCCL_SOCKET_IFNAME" in captured.err
+
+
+def test_a_channel_bound_lowers_a_large_all_reduce_across_nodes_and_is_reported(capsys):
+    """NCCL_MAX_NCHANNELS=1 on two DGX A100: NCCL runs the communicator's first channel, one ring leaving each node
+    on one of its eight HDR NICs (src/graph/connect.cc:492-506)."""
+    args = ["perf", "all_reduce", "-c", "dgx-a100", "--nodes", "2", "-b", "1G", "-e", "1G"]
+    assert main(args) == 0
+    (plain,) = [line.split() for line in capsys.readouterr().out.splitlines() if line.strip().startswith("1073741824")]
+    assert main([*args, "--env", "NCCL_MAX_NCHANNELS=1"]) == 0
+    out = capsys.readouterr().out
+    assert ("# NCCL_MAX_NCHANNELS=1: applied (comm->nChannels at most 1: NCCL runs its first channels; NVLS channels "
+            "unchanged (engine.chunking.ChannelEnv))\n") in out
+    (one,) = [line.split() for line in out.splitlines() if line.strip().startswith("1073741824")]
+    assert plain[-3:-1] == one[-3:-1] == ["ring", "simple"] and one[-1] == "1"
+    assert float(one[7]) < float(plain[7]) / 6  # busbw: one NIC of eight per node
+    result = fs.perf(fs.cluster("dgx-a100", nodes=2), "all_reduce", ["1G"], env={"NCCL_MAX_CTAS": "1"})
+    assert result.rows[0].busbw == pytest.approx(float(one[7]) * 1e9, rel=0.01)  # the CTA bound says the same here
+    assert result.meta()["env"][0]["status"] == "applied"
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"NCCL_MAX_NCHANNELS": "one"}, "NCCL_MAX_NCHANNELS='one' is not a whole number of channels: give a count, e.g. "
+                                    "NCCL_MAX_NCHANNELS=4"),
+    ({"NCCL_MAX_NCHANNELS": "0"}, "NCCL_MAX_NCHANNELS=0: a communicator runs at least 1 channel"),
+    ({"NCCL_MIN_CTAS": "-2"}, "NCCL_MIN_CTAS=-2: a communicator runs at least 1 channel"),
+    ({"NCCL_MIN_CTAS": "8", "NCCL_MAX_CTAS": "2"}, "NCCL_MIN_CTAS=8 is above NCCL_MAX_CTAS=2 (NCCL would lower the "
+                                                   "minimum to 2): give NCCL_MIN_CTAS at most NCCL_MAX_CTAS"),
+    ({"NCCL_NVLS_ENABLE": "yes"}, "NCCL_NVLS_ENABLE='yes': give 0 (NVLS off), 1 (on) or 2"),
+    ({"NCCL_COLLNET_ENABLE": "2"}, "NCCL_COLLNET_ENABLE='2': give 0 (CollNet off, NCCL's default) or 1"),
+])
+def test_a_bad_channel_or_algorithm_switch_is_one_error_naming_the_fix(env, message, capsys):
+    argv = ["perf", "all_reduce", "-c", "dgx-h100", "-b", "1M", "-e", "1M"]
+    assert main([*argv, *(a for k, v in env.items() for a in ("--env", f"{k}={v}"))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and "Traceback" not in err
+
+
+def test_min_nchannels_above_max_copies_the_first_channels_as_nccl_permits():
+    run = RunSetup(TWO_NODES.spec, "all_reduce", "")
+    effects = environment(run, {"NCCL_MAX_NCHANNELS": "2", "NCCL_MIN_NCHANNELS": "8"})
+    assert [e.status for e in effects] == ["applied", "applied"]
+    assert run.chunk_env.channels == ChannelEnv(min_nchannels=8, max_nchannels=2)
+    assert environment(RunSetup(TWO_NODES.spec, "all_reduce", ""), {"NCCL_MIN_NCHANNELS": "0"})[0].status == "no effect"
+
+
+def test_nvls_and_collnet_switches_take_algorithms_out_or_in():
+    node = fs.cluster("dgx-h100")
+    assert fs.perf(node, "all_reduce", ["1G"]).rows[0].algo == "nvls"
+    off = fs.perf(node, "all_reduce", ["1G"], env={"NCCL_NVLS_ENABLE": "0"})
+    assert off.rows[0].algo not in ("nvls", "nvls_tree") and off.env[0].why == ("NVLS and NVLSTree out of the "
+                                                                                 "candidates: nvls false")
+    assert fs.perf(node, "all_reduce", ["1G"], env={"NCCL_NVLS_ENABLE": "2"}).env[0].status == "no effect"
+    # CollNet where the fabric's switches reduce (the dgx-h100 preset's QM9700: SHARP), nowhere else
+    with pytest.raises(fs.FabricsimError, match="CollNet needs SHARP in-network reduction"):
+        fs.perf(TWO_NODES, "all_reduce", ["1G"], algo="collnet_direct")
+    on = fs.perf(TWO_NODES, "all_reduce", ["1G"], algo="collnet_direct", env={"NCCL_COLLNET_ENABLE": "1"})
+    assert on.rows[0].algo == "collnet_direct" and on.env[0].status == "applied"
+    assert on.cluster.spec.sharp and not TWO_NODES.spec.sharp
+    roce = dataclasses.replace(TWO_NODES.spec, fabric="roce", nic="cx7-eth", leaf_switch="sn5600",
+                               spine_switch="sn5600")
+    run = RunSetup(roce, "all_reduce", "")
+    (effect,) = environment(run, {"NCCL_COLLNET_ENABLE": "1"})
+    assert effect.status == "no effect" and "no SHARP switches" in effect.why and not run.spec.sharp
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.dictionaries(st.sampled_from(sorted(CHANNEL_VARS) + ["NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE"]),
+                       st.text(alphabet="0123456789-x ab", max_size=5), max_size=4))
+def test_the_channel_and_switch_parsers_apply_or_raise_one_error(env):
+    run = RunSetup(TWO_NODES.spec, "all_reduce", "")
+    try:
+        effects = environment(run, env)
+    except fs.FabricsimError:
+        return
+    assert len(effects) == len(env)
+    ch = run.chunk_env.channels
+    assert all(v is None or v >= 1 for v in (ch.min_nchannels, ch.max_nchannels, ch.min_ctas, ch.max_ctas))

@@ -169,3 +169,11 @@ def test_version_rule_tests_nvls_against_an_nccl_that_lacks_it():
             nvls = [replace(c, algo="nvls") for c in d.checks]
             (h,) = rules.version_defaults(rules.Context(facts, d.case, nvls, lambda env: d.case, nvls))
             assert h.state == "not shown" and h.effect.case.spec.nvls is False and "2.17" in h.effect.how
+
+
+def test_a_channel_bound_given_is_in_the_prediction():
+    d = fs.doctor(FIX / "dgxa100-4gpu-ar-p2p-off.log", "dgx-a100", collective="all_reduce", gpus=4,
+                  env={"NCCL_P2P_DISABLE": "1", "NCCL_MAX_NCHANNELS": "2"}, **FAST)
+    found = [f for r in d.short for f in r.findings if f.rule == "channels"]
+    assert found and all(f.state == "in the prediction" and f.evidence == ("given: NCCL_MAX_NCHANNELS=2",)
+                         for f in found)

@@ -78,7 +78,7 @@ def test_only_malformed_rows_is_an_error(tmp_path):
 def test_overflowing_size_is_a_clear_error(tmp_path):
     big = 99999999999999999999999
     msg = fails(write(tmp_path, log_text(first_size=big)))
-    assert msg.startswith(f"the log has a row of size {big} B, beyond any buffer fabricsim compares")
+    assert msg.startswith(f"run.log: the log has a row of size {big} B, beyond any buffer fabricsim compares")
 
 
 def test_non_utf8_log_is_a_clear_error(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 from fabricsim.errors import FabricsimError
 from fabricsim.schedules import REDUCTIONS, Structure, build_schedule, execute, reference
 from fabricsim.schedules.layout import REDUCING
+from fabricsim.schedules.trees import dtree_parents
 
 from .conftest import assert_same, cases, make_inputs
 
@@ -45,9 +46,23 @@ def test_tree_channels_and_pipeline(channels, pipeline):
     rng = np.random.default_rng(7)
     for n, rpn in ((24, 4), (40, 8), (9, 1)):
         sched = build_schedule("all_reduce", "tree", n, structure=Structure(n, rpn), channels=channels, pipeline=pipeline)
-        assert sched.channels % 2 == 0
+        assert sched.channels == channels and sched.chunkmap.split == (2 * channels, pipeline)  # both trees a channel
         xs = make_inputs("all_reduce", n, 31, rng)
         assert_same(execute(sched, xs, "max"), reference("all_reduce", xs, "max"))
+
+
+def test_every_tree_channel_runs_both_trees_on_its_head():
+    """NCCL's channel c and its duplicate c + nChannels (tree 0 and tree 1) share channel c's GPUs and NIC
+    (connect.cc connectTrees): each channel's head carries the node edges of both trees."""
+    n, rpn = 24, 4
+    sched = build_schedule("all_reduce", "tree", n, structure=Structure(n, rpn), channels=2, pipeline=1)
+    t0, t1 = dtree_parents(n // rpn)
+    both = {(c, int(p)) for t in (t0, t1) for c, p in enumerate(t) if p >= 0}
+    both |= {(p, c) for c, p in both}
+    for head in (0, 1):
+        crossing = {(int(a) // rpn, int(b) // rpn) for st in sched.steps for a, b in zip(st.src, st.dst)
+                    if a // rpn != b // rpn and a % rpn == head}
+        assert {(a, b) for a, b in crossing} | {(b, a) for a, b in crossing} == both
 
 
 @pytest.mark.parametrize("heads", [(0, 2, 4, 6), (3,), (7, 1)])

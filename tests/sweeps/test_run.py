@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -146,27 +145,40 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(reference, tmp_p
     assert out.read_bytes() == expected  # every point once, with the figures of the run nobody killed
 
 
+DRIVER_KILLED_AFTER_FOUR = """
+import os, sys
+from fabricsim import sweeps
+from fabricsim.sweeps import run
+
+def killed_after_four(done, total, failed):
+    if done >= 4:
+        os._exit(137)  # as SIGKILL does: no cleanup, no results file, the journal as far as it was written
+
+if __name__ == "__main__":
+    run.run(sweeps.load(sys.argv[1]), sys.argv[2], workers=1, task_points=1, progress=killed_after_four)
+"""
+
+
 def test_the_driver_killed_mid_sweep_resumes_from_its_journal(reference, tmp_path):
     plan, expected, _ = reference
-    sweep_file = write_sweep(tmp_path)
     out = tmp_path / "r.parquet"
-    cmd = [sys.executable, "-m", "fabricsim.cli.main", "sweep", str(sweep_file), "-o", str(out), "--workers", "1"]
-    driver = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     journal = store.journal_path(out)
-    deadline = time.monotonic() + 120
-    try:
-        while time.monotonic() < deadline and driver.poll() is None:
-            if journal.exists() and journal.read_text().count("\n") >= 4:
-                break
-            time.sleep(0.05)
-        assert driver.poll() is None, f"the sweep ended before it could be killed: {driver.stderr.read()}"
-        os.kill(driver.pid, signal.SIGKILL)
-        driver.wait()
-    finally:
+    # a driver that dies at a known point, in a process of its own (one killed from outside raced its own finish: a
+    # sweep of 16 points can end between two polls of its journal)
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER_KILLED_AFTER_FOUR)
+    log = tmp_path / "driver.err"
+    with log.open("w") as err:
+        driver = subprocess.Popen([sys.executable, str(script), str(write_sweep(tmp_path)), str(out)], cwd=tmp_path,
+                                  start_new_session=True, stdout=subprocess.DEVNULL, stderr=err)
         try:
-            os.killpg(driver.pid, signal.SIGKILL)  # the pool the killed driver left (it ends by itself too)
-        except ProcessLookupError:
-            pass
+            code = driver.wait(timeout=120)
+        finally:
+            try:
+                os.killpg(driver.pid, signal.SIGKILL)  # the pool the dead driver left (it ends by itself too)
+            except ProcessLookupError:
+                pass
+    assert code == 137, log.read_text()
     kept = [json.loads(line)["key"] for line in journal.read_text().splitlines() if line.strip()]
     assert 4 <= len(kept) < 16 and not out.exists()
     with journal.open("a") as f:

@@ -135,7 +135,7 @@ def test_unknown_cluster_lists_presets():
 
 
 def test_nic_speed_and_switch_kind_mismatch():
-    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, nic_gbps=800.0)), "slower than nic_gbps 800")
+    _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, nic_gbps=800.0)), "NIC cx7 runs 100, 200 or 400 Gb/s per port: set nic: cx8")
     _err(lambda: build(replace(preset_spec("dgx-h100"), nodes=2, fabric="roce", nic="cx7-eth")),
          r"^leaf_switch qm9700 is an 'infiniband' switch but the fabric is 'roce': pick an 'ethernet' switch \(sn5600\)$")
 

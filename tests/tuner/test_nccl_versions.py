@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
+from fabricsim.engine.call import job_call
+from fabricsim.engine.plan import call_model
 from fabricsim.errors import FabricsimError
 from fabricsim.topology import load_cluster
 from fabricsim.tuner import nccl_graph, nccl_model, nccl_versions as V, select
@@ -155,3 +157,33 @@ def test_tree_on_one_gpu_per_node_takes_the_tree_patterns_factor_from_2_26_2():
     eight = {**one, "n_ranks": 16, "n_nodes": 2, "ppn": 8}  # the balanced tree of a full node keeps its busBw
     assert (nccl_model.nccl_table(NcclSystem(**eight), "all_reduce")[("Tree", "Simple")][1]
             == nccl_model.nccl_table(NcclSystem(**eight, version=(2, 25, 1)), "all_reduce")[("Tree", "Simple")][1])
+
+
+def test_grace_gpus_reach_their_nics_through_the_cpu_as_phb_then_p2c():
+    # a GB200 GPU has no PCIe link of its own: NVLink-C2C to Grace, whose PCIe root holds the NIC; NCCL calls that
+    # path PHB up to 2.26 (paths.cc:96-97) and P2C from 2.27.3 (paths.cc:669-681); a DGX H100 GPU's NIC is PXB
+    racks = load_cluster("gb200-nvl72", gpus=144)
+    key = np.arange(144, dtype=np.int32).tobytes()
+    assert {v: select._nccl_system(racks, key, v).inter_type for v in ("2.26.2", "2.27.3", "2.30")} == {
+        "2.26.2": "phb", "2.27.3": "p2c", "2.30": "p2c"}
+    h100 = load_cluster("dgx-h100", nodes=2)
+    assert select._nccl_system(h100, np.arange(16, dtype=np.int32).tobytes(), "2.26.2").inter_type == "pxb"
+    protos = {v: {p for _, p in select.candidates(racks, "all_reduce", np.arange(144), nccl_version=v)}
+              for v in ("2.26.2", "2.28.9")}
+    assert "ll128" not in protos["2.26.2"] and "ll128" in protos["2.28.9"]  # LL128 needs typeInter <= PXN (P2C)
+
+
+def test_ll128_over_pxn_pauses_in_2_27():
+    # 2.27 bounds sm90+ LL128 at P2C while NCCL_LL128_C2C is on (its default, tuning.cc:211, :460); 2.28.3 allows PXN
+    rules = {v: V.release(v).get("ll128 inter path sm90") for v in ("2.26.6", "2.27.3", "2.27.7", "2.28.3")}
+    assert rules == {"2.26.6": "pxn", "2.27.3": "p2c", "2.27.7": "p2c", "2.28.3": "pxn"}
+
+
+def test_the_engine_paces_trees_with_the_caps_of_the_release_that_ran():
+    # Blackwell's Tree cap across 4+ nodes: 72 GB/s per channel up to 2.27, 24 from 2.28 (tuning.cc perChMaxTreeBws)
+    topo = load_cluster("dgx-b200", nodes=4)
+    caps = {}
+    for v in ("2.27.3", "2.28.9"):
+        choice = select.best(topo, "all_reduce", 1 << 30, algos="tree", protos="simple", nccl_version=v)
+        caps[v] = call_model(topo, job_call(topo, choice.job)).busbw_cap_per_channel
+    assert caps == {"2.27.3": pytest.approx(72e9), "2.28.9": pytest.approx(24e9)}

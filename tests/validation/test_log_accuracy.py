@@ -133,6 +133,9 @@ def test_algo_and_proto_restrict_the_tuner():
     ({"NCCL_TOPO_FILE": "/opt/x.xml"}, "cluster file"),
     ({"NCCL_IB_QPS_PER_CONNECTION": "4"}, "not modelled"), ({"NCCL_TUNER_PLUGIN": "libx.so"}, "not modelled"),
     ({"NCCL_MNNVL_ENABLE": "1"}, "cluster file"), ({"NCCL_DEBUG": "INFO"}, "no effect"),
+    ({"NCCL_MAX_NCHANNELS": "4"}, "applied"), ({"NCCL_MIN_CTAS": "2"}, "applied"),
+    ({"NCCL_NVLS_ENABLE": "0"}, "applied"), ({"NCCL_NVLS_ENABLE": "2"}, "no effect"),
+    ({"NCCL_COLLNET_ENABLE": "0"}, "no effect"),
 ])
 def test_every_environment_variable_says_how_it_is_honoured(env, status):
     assert case_for(entry(env=env), FIX).env[0].status == status
@@ -196,3 +199,22 @@ def test_json_is_deterministic(tmp_path):
                                                  hardware={"gpu": "GB200", "gpus_per_node": 4, "nodes": 32}))
     a, b = (logs_json(run_logs(index, level="analytical")) for _ in range(2))
     assert a == b and [d["id"] for d in json.loads(a)["logs"]] == ["oke-gb200-128gpu-ar", "oke-gb200-8gpu-ar"]
+
+
+def test_a_logs_channel_bound_reaches_its_prediction_and_its_env_table():
+    plain = score(dataclasses.replace(case_for(entry(), FIX), rows=case_for(entry(), FIX).rows[-1:]), "analytical")
+    assert plain.rows[0].algo == "nvls"
+    scores = []
+    for env in ({"NCCL_MAX_NCHANNELS": "1"}, {"NCCL_MAX_CTAS": "1"}):
+        case = case_for(entry(env=env), FIX)
+        scores.append(score(dataclasses.replace(case, rows=case.rows[-1:]), "analytical"))
+    nch, ctas = scores
+    assert nch.case.chunk_env.channels.max_nchannels == 1 and ctas.case.chunk_env.channels.max_ctas == 1
+    # NVLS runs its own channels, which only the CTA bound reaches (src/transport/nvls.cc:235)
+    assert nch.rows[0].predicted_time_s == plain.rows[0].predicted_time_s != ctas.rows[0].predicted_time_s
+    assert (nch.rows[0].channels, ctas.rows[0].channels) == (plain.rows[0].channels, 1)
+    lines = logs_table(scores).splitlines()
+    assert (f"  {nch.case.id:<30} NCCL_MAX_NCHANNELS=1: applied (comm->nChannels at most 1: NCCL runs its first "
+            "channels; NVLS channels unchanged (engine.chunking.ChannelEnv))") in lines
+    assert (f"  {ctas.case.id:<30} NCCL_MAX_CTAS=1: applied (comm->nChannels and the NVLS channels at most 1: config "
+            "maxCTAs, NCCL 2.17+ (engine.chunking.ChannelEnv))") in lines

@@ -140,6 +140,12 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
             raise FabricsimError(f"{option(name, value)}: give a whole number of {unit}, e.g. {option(name, 8)}")
     nodes, gpus = (int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v  # numpy ints too
                    for v in (nodes, gpus))
+    if nodes is not None and nodes < 1:
+        raise FabricsimError(f"{option('nodes', nodes)}: a cluster has at least one node: give {option('nodes', 1)} "
+                             "or more")
+    if gpus is not None and gpus < 1:
+        raise FabricsimError(f"{option('gpus', gpus)}: a run needs at least one GPU: give {option('gpus', 1)} or more "
+                             "(fewer than a node's GPUs run on part of one node)")
     source = name_or_yaml if isinstance(name_or_yaml, ClusterSpec) else str(name_or_yaml)
     spec, per_node, first = sized_spec(source, nodes, gpus)
     if per_node is not None and per_node > spec.gpus_per_node:
@@ -148,7 +154,8 @@ def cluster(name_or_yaml: str | Path | ClusterSpec, nodes: int | None = None, gp
                              f"{spec.nodes * spec.gpus_per_node}")
     if faults is not None:
         spec = replace(spec, faults=spec.faults.plus(faults_from(faults)))
-    topo = topology.build(replace(spec, routing=cast("Routing", routing)) if routing else spec)  # checked above
+    topo = topology.build(replace(spec, routing=cast("Routing", routing)) if routing else spec,  # checked above
+                          topology.cluster_file(source))
     if per_node is not None:
         ranks = np.flatnonzero(topo.dev_local[topo.gpu_device] < per_node)
     else:
@@ -196,11 +203,12 @@ def with_faults(c: Cluster, extra: Faults) -> Cluster:
 
 
 def fault_notes(c: Cluster, cost_model: str) -> list[str]:
-    """What a collective on a faulted cluster does not show: slow GPUs' compute, and faults under NCCL's own model."""
+    """What a collective on a faulted cluster does not show: how a target was modelled (`FaultReport.notes`), slow
+    GPUs' compute, and faults under NCCL's own model."""
     report = c.faults
     if report is None:
         return []
-    out = []
+    out = list(report.notes)
     slow = [r for r, _ in report.gpu_speed if r in set(c.ranks.tolist())]
     if slow:
         out.append(f"a slow GPU's compute ({len(slow)} GPU{'s' * (len(slow) != 1)} throttled) does not change a collective's time "

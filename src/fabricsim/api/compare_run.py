@@ -96,13 +96,12 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
 
     if placement not in ("out", "in"):
         raise FabricsimError(f"unknown placement '{placement}': use 'out' (out-of-place columns) or 'in' (in-place)")
-    from fabricsim.reports.nccltests_log import parse_nccl_tests, ranks_of
+    from fabricsim.reports.nccltests_log import ranks_of
 
     if isinstance(log, ParsedLog):
         text, parsed = None, log
     else:
-        text = report.log_text(log)
-        parsed = parse_nccl_tests(text)
+        text, parsed = report.read_log(log)
     coll = report.log_collective(parsed, collective, tuple(COLLECTIVES))
     version = nccl_version if nccl_version is not None else parsed.nccl_version
     rel = release(version)

@@ -76,20 +76,17 @@ def failures(cluster: Cluster | str | Path | ClusterSpec, collective: str, size:
 
     from fabricsim.errors import FabricsimError, option
     from fabricsim.reports import failures as F
-    from fabricsim.reports.nccltests_table import DTYPE_SIZES
-    from fabricsim.reports.sweep import check_options, predict
+    from fabricsim.reports.sweep import check_options, least_bytes, predict
     from fabricsim.units import parse_size
-    from fabricsim.vocab import SIZE_IS_TOTAL
 
     c = as_cluster(cluster)
     level_run = check_options(collective, c.n_gpus, dtype="float", redop="sum", root=0, level=level,
                               cost_model="fabricsim", library="nccl")
     nbytes = parse_size(size)
-    smallest = DTYPE_SIZES["float"] * (c.n_gpus if collective in SIZE_IS_TOTAL else 1)
+    smallest, one = least_bytes(collective, "float", c.n_gpus)
     if nbytes < smallest:  # a count of 0: nothing moves, so no failure can change it
         raise FabricsimError(f"{option('size', size)}: {collective} on {c.n_gpus} GPUs moves nothing below "
-                             f"{smallest:,} bytes (one float per rank{' per peer' * (collective == 'alltoall')}): "
-                             f"give a larger size, e.g. {option('size', '1G')}")
+                             f"{smallest:,} bytes ({one}): give a larger size, e.g. {option('size', '1G')}")
     counts = F.parse_counts(fail_counts if isinstance(fail_counts, str) else ",".join(str(k) for k in fail_counts))
     algos, protos = names(algo, "algo", collective), names(proto, "proto", collective)
 

@@ -126,6 +126,20 @@ class PerfResult:
                 f"peak busbw {peak:.1f} GB/s)")
 
 
+def _applies(collective: str, op: str, root: int) -> None:
+    """Refuse a reduction op (-o) for a collective that does not reduce and a root (-r) for one without a root,
+    which the sweep would ignore without a word (the nccl-tests emulator, as nccl-tests, still ignores them)."""
+    from fabricsim.vocab import COLLECTIVES, REDUCING, ROOTED
+
+    if op != "sum" and collective in COLLECTIVES and collective not in REDUCING:
+        raise FabricsimError(f"{option('op', op, flag='-o')}: {collective} does not reduce, so no reduction op "
+                             f"applies: drop {option('op', flag='-o')} (it applies to {', '.join(REDUCING)})")
+    if root != 0 and collective in COLLECTIVES and collective not in ROOTED:
+        rooted = ", ".join(c for c in COLLECTIVES if c in ROOTED)
+        raise FabricsimError(f"{option('root', root, flag='-r')}: {collective} has no root: drop "
+                             f"{option('root', flag='-r')} (it applies to {rooted})")
+
+
 def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Sizes, *,
          algo: str | Sequence[str] | None = None, proto: str | Sequence[str] | None = None, dtype: str = "float",
          op: str = "sum", root: int = 0, level: str | None = None, cost_model: str = "fabricsim", library: str = "nccl",
@@ -146,9 +160,10 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     from fabricsim.engine.chunking import ChunkEnv
     from fabricsim.hardware.memory import over_hbm_note
     from fabricsim.reports import ecmp
-    from fabricsim.reports.sweep import check_options, forced_notes, predict
+    from fabricsim.reports.sweep import check_options, empty_rows_note, forced_notes, predict
     from fabricsim.tuner.nccl_versions import release
 
+    _applies(collective, op, root)
     c = as_cluster(cluster)
     level_run = check_options(collective, c.n_gpus, dtype=dtype, redop=op, root=root, level=level,
                               cost_model=cost_model, library=library)
@@ -166,6 +181,9 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     over = over_hbm_note(hardware.get_gpu(c.topology.gpu_part()), size_list)  # perf's CLI stops its sweep there
     if over:
         notes.append(over)
+    empty = empty_rows_note(collective, size_list, dtype, c.n_gpus)
+    if empty:
+        notes.append(empty)
     rel = release(nccl_version)
     seeds = ecmp.check_seeds(ecmp_seeds)
     if seeds > 1 and cost_model != "fabricsim":

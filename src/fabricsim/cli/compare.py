@@ -38,7 +38,7 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
     from fabricsim import api
     from fabricsim.api.clusters import unit_gpus
     from fabricsim.reports import compare as report
-    from fabricsim.reports.nccltests_log import parse_nccl_tests, ranks_of
+    from fabricsim.reports.nccltests_log import ranks_of
 
     model = pick_cost_model(cost_model, old_model)
     if routing and model != "fabricsim":
@@ -49,8 +49,7 @@ def compare(log_path, cluster, nodes, gpus, routing, fail, degrade, seed, collec
 
         plot_format(plot_path)  # a bad name fails before the work, not after
     check_report(report_path)
-    text = report.log_text(log_path)
-    log = parse_nccl_tests(text)
+    _, log = report.read_log(log_path)
     c = api.cluster(cluster, nodes, gpus, routing=routing, faults=faults_given(fail, degrade, seed))
     nranks = ranks_of(log, log.collective or collective)
     if nranks is not None and nranks != c.n_gpus:

@@ -73,18 +73,19 @@ def _cluster(environ, ranks: int, notes: list[str]):
                              "or a cluster YAML file")
     spec = load_spec(name)
     unit = max(spec.gpus_per_node, spec.domain_size)  # a preset resizes by whole nodes (NVL72: whole racks)
+    what = "node" if unit == spec.gpus_per_node else "rack"
     if ranks < unit:
         whole = load_spec(name, gpus=unit) if name in PRESETS else replace(spec, nodes=unit // spec.gpus_per_node)
-        notes.append(f"{ranks} ranks on part of {name}'s first {'node' if unit == spec.gpus_per_node else 'rack'}: "
-                     f"GPUs 0-{ranks - 1} of {unit}")
+        notes.append(f"{ranks} ranks on part of {name}'s first {what}: GPUs 0-{ranks - 1} of {unit}")
         return whole, ranks
+    if ranks % unit:  # in nccl-tests' terms: a preset's own message would name fabricsim's --nodes / --gpus
+        lo = ranks // unit * unit
+        raise FabricsimError(f"{name} has {what}s of {unit} GPUs: run whole {what}s (ranks = processes x -t x -g, a "
+                             f"multiple of {unit}: {lo} or {lo + unit}), or fewer than {unit} ranks on part of one")
     if name in PRESETS:
         return load_spec(name, gpus=ranks), None
     have = spec.nodes * spec.gpus_per_node
     if ranks != have:
-        if ranks % spec.gpus_per_node:
-            raise FabricsimError(f"{ranks} ranks but {name} has nodes of {spec.gpus_per_node} GPUs: run whole nodes "
-                                 f"(ranks = processes x -t x -g, a multiple of {spec.gpus_per_node})")
         spec = replace(spec, nodes=ranks // spec.gpus_per_node)
         notes.append(f"{name} has {have} GPUs; this run uses {ranks} ranks: {spec.nodes} node(s) of it")
     return spec, None
@@ -93,9 +94,7 @@ def _cluster(environ, ranks: int, notes: list[str]):
 def _sizes(args) -> list[int]:
     from fabricsim.reports.sweep import sizes
 
-    if args.stepfactor > 1:
-        if args.minbytes == 0:
-            raise FabricsimError("-b 0 with -f: the size never grows; start at -b 1 or more")
+    if args.stepfactor > 1:  # sizes refuses a factor sweep that repeats a size (-b 0)
         return sizes(args.minbytes, args.maxbytes, float(args.stepfactor), None)
     if args.stepbytes <= 0:
         raise FabricsimError("-i 0 without -f: the size never grows; give -i > 0 or -f > 1")
@@ -161,7 +160,7 @@ def run_binary(binary: str, argv: list[str], environ) -> tuple[str, list[str]]:
     from fabricsim.nccltests.args import parse_args
     from fabricsim.nccltests.env import apply_env
     from fabricsim.nccltests.log import Run, format_json, format_log
-    from fabricsim.topology import build
+    from fabricsim.topology import build, cluster_file
     from fabricsim.tuner.select import NCCL_VERSION
 
     args = parse_args(argv)
@@ -184,12 +183,13 @@ def run_binary(binary: str, argv: list[str], environ) -> tuple[str, list[str]]:
     env = apply_env(spec, collective, environ)
     notes += env.notes
     _ignored_flags(args, notes)
-    topo = build(env.spec)
+    topo = build(env.spec, cluster_file(environ.get("FABRICSIM_CLUSTER", "").strip()))
     gpu = hardware.get_gpu(env.spec.gpu)
     cap = int((gpu.hbm_bytes - (1 << 30)) / (3 if args.check else 2))  # src/common.cu: send + recv (+ expected) + 1 GiB
     maxbytes = min(args.maxbytes, cap)
     size_list = _sizes(replace(args, maxbytes=maxbytes))
-    groups = [sweep(topo, collective, size_list, first, dtype=t, redop=o, root=r, algos=env.algos, protos=env.protos)
+    groups = [sweep(topo, collective, size_list, first, dtype=t, redop=o, root=r, algos=env.algos, protos=env.protos,
+                    chunk_env=env.chunk_env)
               for t, o, r in _choices(args, collective, ranks, notes)]
     nodes = env.spec.nodes if first is None else -(-first // env.spec.gpus_per_node)  # the nodes the ranks are on
     simulated = (f"# SIMULATED by fabricsim {__version__}: no GPU ran; every figure is a prediction for "

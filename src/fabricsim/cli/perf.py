@@ -23,8 +23,10 @@ from fabricsim.schedules import COLLECTIVES as PERF_COLLECTIVES  # every collect
 @fault_options
 @click.option("-b", "--minbytes", default="32M", show_default=True, help="Smallest size (K/M/G suffixes).")
 @click.option("-e", "--maxbytes", default="32M", show_default=True, help="Largest size.")
-@click.option("-f", "--stepfactor", type=float, default=None, help="Multiply the size by this factor each step.")
-@click.option("-i", "--stepbytes", default=None, help="Add this many bytes each step.")
+@click.option("-f", "--stepfactor", type=float, default=None,
+              help="Multiply the size by this factor each step (default 2 without -i; nccl-tests' own default is "
+                   "-i 1M).")
+@click.option("-i", "--stepbytes", default=None, help="Add this many bytes each step instead of -f.")
 @click.option("-d", "--datatype", default="float", show_default=True, type=click.Choice(sorted(DTYPE_SIZES)))
 @click.option("-o", "--op", "redop", default="sum", show_default=True, type=click.Choice(REDOPS))
 @click.option("-r", "--root", default=0, show_default=True, type=int, help="Root rank of broadcast / reduce.")

@@ -62,7 +62,9 @@ def render(s: dict) -> str:
     """The summary as an aligned, deterministic text report."""
     rows = [
         ("cluster", s["name"]),
-        ("GPUs", f"{s['gpus']:,} x {s['gpu']} ({s['nodes']:,} node{'s' * (s['nodes'] != 1)}, {s['gpus_per_domain']} GPUs per NVLink domain)"),
+        ("GPUs", f"{s['gpus']:,} x {s['gpu']} ({s['nodes']:,} node{'s' * (s['nodes'] != 1)}, "
+                 + (f"{s['gpus_per_domain']} GPUs per NVLink domain)" if s["nvlink_to_pcie"] else
+                    f"{s['gpus_per_domain']} GPUs per node on PCIe, no NVLink)")),
         *([("ranks used", f"{s['ranks_used']:,} of {s['gpus']:,} (ranks {s['ranks']}); the figures below are the whole "
                           "cluster's hardware")] if s.get("ranks_used", s["gpus"]) != s["gpus"] else []),
         ("scale-up per GPU", f"{_bw(s['scaleup_bw_per_gpu'])}/dir, {_bw(s['scaleup_bw_per_gpu_bidir'])} both ({s['scaleup_tech']})"),

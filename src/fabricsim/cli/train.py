@@ -87,7 +87,7 @@ def _wall_line(wall) -> str:
 
 @click.command("train")
 @click.option("--model", "model_name", help="built-in model name or a YAML model file (required here or in --run)")
-@click.option("--cluster", help="cluster preset name or YAML file (required here or in --run)")
+@click.option("--cluster", "-c", help="cluster preset name or YAML file (required here or in --run)")
 @click.option("--gpus", help="GPU counts to sweep, comma separated, e.g. 8,64,512 (required here or in --run)")
 @click.option("--run", "run_file", type=click.Path(dir_okay=False),
               help="YAML run file of these options by name (tp: 8, tp_overlap: true, gpus: [8192, 16384], ...); "

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from fabricsim.cli.options import fault_options, faults_given, routing_option, size_options
+from fabricsim.cli.options import fault_options, faults_given, notes, routing_option, size_options
 from fabricsim.cli.progress import progress_bar
 
 WHAT = ("spines", "leaves", "cores", "nics", "nvswitches", "nic-links", "spine-links", "core-links", "links", "nvlinks")
@@ -47,6 +47,7 @@ def failures(cluster, nodes, gpus, routing, fail, degrade, seed, collective, siz
 
         plot_format(plot_path)  # a bad name fails before the work, not after
     c = api.cluster(cluster, nodes, gpus, routing=routing, faults=faults_given(fail, degrade, seed))
+    notes(c.faults.notes if c.faults is not None else ())
     with progress_bar("whatif failures") as progress:
         result = api.failures(c, collective, size, fail_counts=fail_count, what=what, seeds=seeds, algo=algo,
                               proto=proto, level=level, progress=progress)
@@ -78,6 +79,7 @@ def names(cluster, pattern, nodes, gpus, links):
     from fabricsim.topology import names as N
 
     topo = api.cluster(cluster, nodes, gpus).topology
+    asked = pattern
     if links:
         pattern = pattern if "->" in pattern else f"{pattern} -> *"
         left = set(N.match_devices(topo, N.split_link(pattern)[0]).tolist())
@@ -88,5 +90,7 @@ def names(cluster, pattern, nodes, gpus, links):
         all_names = N.device_names(topo)
         lines = [all_names[int(d)] for d in N.match_devices(topo, pattern)]
     if not lines:
-        raise FabricsimError(f"nothing on {topo.name} matches '{pattern}': names look like {N.examples(topo)}")
+        bare = "->" not in asked and not any(c in asked for c in "*?[")
+        glob = f" (PATTERN is a shell glob over whole names: '*{asked}*')" if bare else ""
+        raise FabricsimError(f"nothing on {topo.name} matches '{pattern}'{glob}: names look like {N.examples(topo)}")
     click.echo("\n".join(lines))

@@ -20,7 +20,7 @@ from fabricsim import hardware
 from fabricsim.diagnosis.facts import Facts
 from fabricsim.diagnosis.shortfall import SizeCheck
 from fabricsim.errors import FabricsimError
-from fabricsim.reports.nccl_env import tuner_plugin_skips
+from fabricsim.reports.nccl_env import CHANNEL_VARS, tuner_plugin_skips
 from fabricsim.topology import DeviceKind, Topology
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.topology.variants import with_link_capacity
@@ -184,18 +184,19 @@ _CHANNEL_ESTIMATE = ("estimated: busbw scaled by channels / predicted channels a
 
 
 def channels(ctx: Context) -> list[Hypothesis]:
-    """Fewer channels than the topology allows: NCCL's 'N coll channels' (or NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS)
-    below the channels fabricsim's graph search gives the picked Ring/Tree algorithm."""
+    """Fewer channels than the topology allows: NCCL's 'N coll channels' below the channels fabricsim's graph search
+    gives the picked Ring/Tree algorithm. (A run's NCCL_MAX_NCHANNELS / NCCL_MAX_CTAS bound the prediction itself,
+    reports.nccl_env.CHANNEL_VARS.)"""
     f = ctx.facts
     title = "fewer channels than the topology allows"
     picked = [c.channels for c in ctx.checks if c.algo in ("ring", "tree")]
     if not picked:
         return []
+    bounds = [f.env_quote(e.var) for e in ctx.case.env if e.var in CHANNEL_VARS and e.status == "applied"]
+    if bounds:
+        return [_hyp("channels", title, IN_PREDICTION, bounds, None)]
     want = max(picked)
     caps = [(max(f.info.coll), _q(f, "channels"))] if f.info.coll else []
-    for var in ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS"):
-        if f.env.get(var, "").isdigit():
-            caps.append((int(f.env[var]), [f.env_quote(var)]))
     if not caps:
         return [_hyp("channels", title, NOT_SHOWN, [], None, "the log does not print its channel count "
                                                               "(NCCL_DEBUG=INFO's 'N coll channels')")]
@@ -263,16 +264,16 @@ def pcie(ctx: Context) -> list[Hypothesis]:
 
 def nvls(ctx: Context) -> list[Hypothesis]:
     """NVLS off or unsupported where the prediction picks NVLS/NVLSTree: 'NVLS multicast support is not available',
-    '0 nvls channels', NCCL_NVLS_ENABLE=0."""
-    if not ctx.spec.nvls or not any(c.algo.startswith("nvls") for c in ctx.checks):
-        return []
+    '0 nvls channels' (NCCL_NVLS_ENABLE=0 takes NVLS out of the prediction itself, reports.nccl_env)."""
     f = ctx.facts
     title = "NVLS off or unsupported"
+    if any(e.var == "NCCL_NVLS_ENABLE" and e.status == "applied" for e in ctx.case.env):
+        return [_hyp("nvls", title, IN_PREDICTION, [f.env_quote("NCCL_NVLS_ENABLE")], None)]
+    if not ctx.spec.nvls or not any(c.algo.startswith("nvls") for c in ctx.checks):
+        return []
     shown = _q(f, "nvls_not")
     if f.info.nvls_channels and max(f.info.nvls_channels) == 0:
         shown += _q(f, "channels")
-    if f.env.get("NCCL_NVLS_ENABLE", "").strip() == "0":
-        shown.append(f.env_quote("NCCL_NVLS_ENABLE"))
     if shown:
         state = SHOWN
     elif f.quotes("nvls") and (not f.info.nvls_channels or max(f.info.nvls_channels) > 0):

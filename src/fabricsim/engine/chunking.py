@@ -74,22 +74,52 @@ class CommPlan:
     # NVLSTree's chunk starts from the Simple buffer step (buffSizes[Simple] / NCCL_STEPS) instead of the NVLS chunk:
     # NCCL 2.18-2.20 (v2.20.3-1 src/enqueue.cc:1684-1687, 1713-1716; comm->nvlsChunkSize from v2.21.5-1 enqueue.cc:1754)
     nvls_tree_from_step: bool = False
+    # The per-channel caps of the release NCCL ran (tuning.cc perChMax*Bws: ring LL128, tree LL128, tree, NVLSTree;
+    # each [compcap row][N1, N2, N4] GB/s; NVLSTree None where the release has no such table): None, the engine's
+    # (v2.30.7, engine.protocols)
+    channel_caps: tuple | None = None
+    # Under the run's channel bounds (ChannelEnv), the communicator's channels and NVLS channels without them (0: no
+    # bounds): NCCL's per-channel caps price the search's channels, which the unbounded communicator runs, so a
+    # call's share of them is its channels over these (`call_chunks`; above 1 on more, NCCL_MIN_NCHANNELS)
+    natural_channels: int = 0
+    natural_nvls_channels: int = 0
+
+
+@dataclass(frozen=True)
+class ChannelEnv:
+    """The NCCL environment variables that bound a communicator's channels, as the run set them (None: unset; the
+    values are whole numbers of at least 1). Two pairs, read apart (NVIDIA/nccl v2.30.7-1): NCCL_MIN_NCHANNELS /
+    NCCL_MAX_NCHANNELS, graph parameters (src/graph/connect.cc:331-362 ncclMinNchannels / ncclMaxNchannels, since
+    v2.5.6-1 connect.cc:181-200), and NCCL_MIN_CTAS / NCCL_MAX_CTAS, the communicator config's minCTAs / maxCTAs
+    (src/init.cc:1725-1726, 2013-2035, 2178-2194; since v2.17.1-1 init.cc:1072-1073). ncclTopoPostset bounds
+    comm->nChannels by both (connect.cc:492-506); only the CTA pair bounds the NVLS channels (src/transport/nvls.cc:235).
+    The tuner resolves them for its release (tuner.nccl_graph.bounded_channels)."""
+
+    min_nchannels: int | None = None
+    max_nchannels: int | None = None
+    min_ctas: int | None = None
+    max_ctas: int | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.min_nchannels, self.max_nchannels, self.min_ctas, self.max_ctas))
 
 
 @dataclass(frozen=True)
 class ChunkEnv:
-    """The NCCL environment variables that resize a communicator's buffers and chunks (None: NCCL's value), as NCCL
+    """The NCCL environment variables that size a communicator: its buffers and chunks (None: NCCL's value), as NCCL
     reads them at init (NVIDIA/nccl v2.30.7-1): NCCL_BUFFSIZE -> comm->buffSizes[Simple] (src/init.cc:814, 822-827;
     a parameter in every modelled release, e.g. v2.20.3-1 src/init.cc:544); NCCL_NVLS_CHUNKSIZE -> comm->nvlsChunkSize,
     over Blackwell's multi-node tuning (src/transport/nvls.cc:160, 206-224; a parameter by v2.21.5-1 nvls.cc:233);
     NCCL_NVLSTREE_MAX_CHUNKSIZE -> comm->nvlsTreeMaxChunkSize, over the node-count rule and the tuning
     (nvls.cc:161, 227-231; since v2.20.3-1 enqueue.cc:1681); NCCL_P2P_NET_CHUNKSIZE -> comm->p2pChunkSize across
-    nodes, doubled on multi-node Grace-Blackwell, at most the Simple buffer / NCCL_STEPS (src/init.cc:818, 829-840)."""
+    nodes, doubled on multi-node Grace-Blackwell, at most the Simple buffer / NCCL_STEPS (src/init.cc:818, 829-840);
+    and its channels (`ChannelEnv`, which the tuner's communicator follows: tuner.nccl_graph.comm_plan)."""
 
     buffsize: int | None = None
     nvls_chunk: int | None = None
     nvls_tree_max_chunk: int | None = None
     p2p_net_chunk: int | None = None
+    channels: ChannelEnv = ChannelEnv()
 
     def apply(self, comm: CommPlan) -> CommPlan:
         """`comm` with the sizes this environment sets."""
@@ -311,7 +341,7 @@ class CallChunks:
     """How NCCL cuts one call."""
 
     channels: int  # channels the call runs on (topoGetAlgoInfo, then the planner's cells)
-    share: float  # those channels / the ones the communicator gives the algorithm
+    share: float  # those channels / the ones the communicator gives the algorithm (without the run's bounds)
     chunk: int  # bytes per chunk of one channel
     loops: int  # chunks (loops of chunks) each channel pipelines
     copy_stages: int  # extra pipeline stages of the kernel (NVLS scatter / gather copies)
@@ -333,12 +363,15 @@ def call_chunks(comm: CommPlan, family: str, protocol: str, collective: str, nby
     loop = chunk * chunks_per_loop(family, collective, comm, nranks)
     loops = max(1, math.ceil(per_channel / loop))
     stages = NVLS_COPY_STAGES if (family in ("NVLS", "NVLSTree") and collective == "all_reduce") else 0
-    full = comm.nvls_channels if family in ("NVLS", "NVLSTree") else comm.channels
+    if family in ("NVLS", "NVLSTree"):
+        full = comm.natural_nvls_channels or comm.nvls_channels
+    else:
+        full = comm.natural_channels or comm.channels
     if collective in ("sendrecv", "alltoall"):
         message = comm.p2p_net_chunk
     elif family == "Ring" and protocol == "simple" and collective in CHUNK_STEPS:
         message = max(chunk // 2, GRAIN[protocol])  # SlicePerChunk = CHUNKSTEPS / SLICESTEPS = 2
     else:
         message = chunk
-    return CallChunks(used, min(1.0, used / max(full, 1)), chunk, loops, stages, message, comm.net_overhead,
+    return CallChunks(used, used / max(full, 1), chunk, loops, stages, message, comm.net_overhead,
                       stage_fraction(family, protocol, chunk, comm))

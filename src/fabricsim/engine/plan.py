@@ -146,7 +146,7 @@ def call_model(topo: Topology, call: Call) -> ProtocolModel:
     once per call shape and kept by the topology (topology.derived.memo: the tuner bounds and times every candidate
     of every size with the same few)."""
     key = (call.algorithm, call.protocol, call.channels, call.collective, call.nranks, call.copies,
-           call.gpu_ranks.tobytes(), call.net_peer_bw)
+           call.gpu_ranks.tobytes(), call.net_peer_bw, call.comm.channel_caps if call.comm else None)
     return memo(topo.derive, "call_models", key, lambda: _call_model(topo, call))
 
 
@@ -155,7 +155,8 @@ def _call_model(topo: Topology, call: Call) -> ProtocolModel:
     n_nodes = int(np.count_nonzero(np.bincount(topo.gpu_domain[call.gpu_ranks[:nranks]])))
     model = protocol_model(call.algorithm, call.protocol, nccl_arch(topo, call.gpu_ranks), n_nodes, call.channels,
                            call.collective, nranks, net_step=net_step_latency(topo, call.gpu_ranks) if n_nodes > 1 else None,
-                           cpu_vendor=topo.features.get("cpu_vendor", "intel"))
+                           cpu_vendor=topo.features.get("cpu_vendor", "intel"),
+                           channel_caps=call.comm.channel_caps if call.comm else None)
     model = _calibrated(model, calibrated.of(topo.spec))
     return model if call.net_peer_bw is None else replace(model, net_peer_bw=call.net_peer_bw)
 

@@ -83,6 +83,17 @@ LL_MAX_GBPS_MULTI_NODE_AMD = K.LL_MAX_BW[1]
 
 
 
+def _caps(channel_caps: tuple | None) -> tuple[dict, dict, dict, dict]:
+    """Per-arch rows of the four per-channel cap tables: a release's (chunking.CommPlan.channel_caps, its NVLSTree
+    table v2.30.7's where the release has none: a channel's rate did not wait for NCCL's model to cap it) or
+    v2.30.7's."""
+    if channel_caps is None:
+        return PER_CHANNEL_RING_LL128_GBPS, PER_CHANNEL_TREE_LL128_GBPS, PER_CHANNEL_TREE_GBPS, PER_CHANNEL_NVLS_TREE_GBPS
+    ring_ll128, tree_ll128, tree, nvls_tree = channel_caps
+    return (dict(zip(ARCHS, ring_ll128)), dict(zip(ARCHS, tree_ll128)), dict(zip(ARCHS, tree)),
+            PER_CHANNEL_NVLS_TREE_GBPS if nvls_tree is None else dict(zip(ARCHS, nvls_tree)))
+
+
 @dataclass(frozen=True)
 class ProtocolModel:
     """Everything the engine needs about one (algorithm family, protocol, arch, node count)."""
@@ -125,12 +136,15 @@ def _bus_to_alg(family: str, collective: str, nranks: int) -> float:
 
 def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, channels: int, collective: str,
                    nranks: int = 2, net_step: tuple[float, float, float] | None = None,
-                   cpu_vendor: str = "intel") -> ProtocolModel:
+                   cpu_vendor: str = "intel", channel_caps: tuple | None = None) -> ProtocolModel:
     """The constants for timing `algorithm` with `protocol` on `arch` GPUs spread over `n_nodes` NVLink domains.
 
     `channels` are NCCL's search-graph channels: the per-channel caps of tuning.cc multiply them. `net_step`: the
     network transport's own cost per network step (s, LL / LL128 / Simple; `net_step_latency`), charged instead of
-    NCCL's hwLat[NET] for every algorithm; None: NCCL's. `cpu_vendor` picks NCCL's multi-node llMaxBws row."""
+    NCCL's hwLat[NET] for every algorithm; None: NCCL's. `cpu_vendor` picks NCCL's multi-node llMaxBws row.
+    `channel_caps`: the per-channel caps of the release NCCL ran (chunking.CommPlan.channel_caps), which pace a
+    pipelined tree's levels as well as bound the call: NCCL retuned them between releases (Blackwell's Tree cap
+    across 4+ nodes 72 GB/s in 2.27, 24 in 2.28+, tuner.nccl_versions); None: v2.30.7's."""
     if protocol not in PROTOCOLS:
         raise FabricsimError(f"unknown protocol '{protocol}': use one of {', '.join(PROTOCOLS)}")
     family = ALGO_FAMILY.get(algorithm, "Ring")
@@ -147,14 +161,15 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         wire = COLLNET_DIRECT_SM90_ALLREDUCE
     cap, source = math.inf, ""
     column = f"[{arch}][N{(1, 2, 4)[col]}]"
+    ring_ll128, tree_ll128, tree, nvls_tree = _caps(channel_caps)
     if family == "Ring" and protocol == "ll128":
-        cap, source = PER_CHANNEL_RING_LL128_GBPS[arch][col] * GBPS, f"tuning.cc perChMaxRingLL128Bws{column}"
+        cap, source = ring_ll128[arch][col] * GBPS, f"tuning.cc perChMaxRingLL128Bws{column}"
     elif family == "Tree" and protocol == "ll128":
-        cap, source = PER_CHANNEL_TREE_LL128_GBPS[arch][col] * GBPS, f"tuning.cc perChMaxTreeLL128Bws{column}"
+        cap, source = tree_ll128[arch][col] * GBPS, f"tuning.cc perChMaxTreeLL128Bws{column}"
     elif family == "Tree" and collective == "all_reduce":
-        cap, source = PER_CHANNEL_TREE_GBPS[arch][col] * GBPS, f"tuning.cc perChMaxTreeBws{column}"
+        cap, source = tree[arch][col] * GBPS, f"tuning.cc perChMaxTreeBws{column}"
     elif family == "NVLSTree" and n_nodes > 1:
-        cap, source = PER_CHANNEL_NVLS_TREE_GBPS[arch][col] * GBPS, f"tuning.cc perChMaxNVLSTreeBws{column}"
+        cap, source = nvls_tree[arch][col] * GBPS, f"tuning.cc perChMaxNVLSTreeBws{column}"
     if protocol == "ll":
         amd = cpu_vendor == "amd"
         ll_max = (LL_MAX_GBPS_ONE_NODE[arch] if n_nodes == 1 else

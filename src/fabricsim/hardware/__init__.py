@@ -13,6 +13,7 @@ from fabricsim.hardware.catalog import (
     get_switch,
     ib_link_for_speed,
     nic_for_speed,
+    nic_speeds,
     nvswitch_for,
 )
 from fabricsim.hardware.gpus import GPU, GPUS
@@ -23,5 +24,6 @@ from fabricsim.hardware.transports import DEFAULT_TRANSPORT, TRANSPORTS, Transpo
 
 __all__ = [
     "DEFAULT_TRANSPORT", "GPU", "GPUS", "LINKS", "LinkTech", "NIC", "NICS", "SWITCHES", "Switch", "TRANSPORTS", "Transport",
-    "eth_link_for_speed", "get_gpu", "get_link", "get_nic", "get_switch", "ib_link_for_speed", "nic_for_speed", "nvswitch_for",
+    "eth_link_for_speed", "get_gpu", "get_link", "get_nic", "get_switch", "ib_link_for_speed", "nic_for_speed",
+    "nic_speeds", "nvswitch_for",
 ]

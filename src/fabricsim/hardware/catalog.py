@@ -138,6 +138,16 @@ def eth_link_for_speed(gbps: float) -> str:
     return _link_for_speed("ethernet", gbps)
 
 
+def nic_speeds(nic: NIC) -> tuple[float, ...]:
+    """Port speeds (Gb/s, ascending) `nic` runs: every catalog rate of its port's kind up to its port's own. A
+    ConnectX port negotiates down to the earlier rates of its network (NV-ConnectX, ConnectX-7 VPI supported speeds:
+    NDR, HDR, EDR, ... on InfiniBand; 400, 200, 100, ... GbE on Ethernet); the catalog holds other NICs to the same
+    rule, as the topology builder always has (a port never above its own rate)."""
+    port = LINKS[nic.port_link]
+    rates = (link.line_rate_gbps or 0.0 for link in LINKS.values() if link.kind == port.kind)
+    return tuple(sorted(r for r in rates if 0 < r <= (port.line_rate_gbps or 0.0)))
+
+
 # Per-GPU network bandwidth (Gb/s) -> the ConnectX generation that introduced that rate (NV-ConnectX;
 # node layouts: DGX-1 EDR, DGX A100 CX-6, DGX H100/B200 CX-7, B300/GB300 CX-8).
 _NIC_BY_SPEED = {

@@ -98,7 +98,8 @@ def build_cluster(spec: JobsFile) -> Topology:
     from fabricsim import topology
 
     cluster = topology.load_spec(spec.cluster, nodes=spec.nodes, gpus=spec.gpus)
-    return topology.build(replace(cluster, routing=spec.routing) if spec.routing else cluster)
+    return topology.build(replace(cluster, routing=spec.routing) if spec.routing else cluster,
+                          topology.cluster_file(spec.cluster))
 
 
 def run_jobs(spec: JobsFile, placement: str | None = None, *, topo: Topology | None = None,

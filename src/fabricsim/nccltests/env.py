@@ -10,7 +10,8 @@ ignored with a note saying why. Semantics from NCCL's environment-variable docum
 - NCCL_SHM_DISABLE=1: with P2P off too, NCCL would loop through the NIC, which is not modelled: refused.
 - NCCL_NET_GDR_LEVEL: GPUDirect RDMA up to this GPU-NIC distance (LOC, PIX, PXB, PHB, SYS; legacy 0-4).
 - NCCL_IB_HCA: the HCAs to use ('mlx5_0,mlx5_1', '^mlx5_0' excludes, '=' exact match).
-- NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS: ignored, noted (the tuner runs NCCL's graph-search channels).
+- NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS / NCCL_MIN_CTAS / NCCL_MAX_CTAS: the communicator's channel bounds, read
+  as `perf --env` reads them (reports.nccl_env.CHANNEL_VARS).
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from fabricsim import hardware
+from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.errors import FabricsimError
+from fabricsim.reports.nccl_env import CHANNEL_VARS, RunSetup, environment, sharp_switches
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.vocab import P2P_COLLECTIVES, parse_algorithms, parse_protocols
 
 _P2P_OPS = P2P_COLLECTIVES  # NCCL point-to-point: NCCL_ALGO / NCCL_PROTO do not choose their algorithm
 _GDR_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS")
 MODELLED = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE", "NCCL_P2P_DISABLE",
-            "NCCL_SHM_DISABLE", "NCCL_NET_GDR_LEVEL", "NCCL_IB_HCA", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS")
+            "NCCL_SHM_DISABLE", "NCCL_NET_GDR_LEVEL", "NCCL_IB_HCA", *CHANNEL_VARS)
 _HARMLESS = re.compile(r"^NCCL_(DEBUG.*|SOCKET_IFNAME|TESTS_.*)$")  # logging and plumbing: no effect on timing
 
 
@@ -39,6 +41,7 @@ class NcclEnv:
     protos: list[str] | None
     notes: tuple[str, ...]
     applied: tuple[str, ...]  # 'NAME=value' of the variables read, in MODELLED order
+    chunk_env: ChunkEnv = ChunkEnv()  # the channel bounds the environment sets
 
 
 def _names(name: str, text: str, parse, collective: str) -> list[str] | None:
@@ -49,11 +52,6 @@ def _names(name: str, text: str, parse, collective: str) -> list[str] | None:
     except FabricsimError as err:
         raise FabricsimError(f"{name}: {err}") from None
     return selection.spec().split(",") if selection else None
-
-
-def _switch_shares(spec: ClusterSpec) -> bool:
-    sw = hardware.get_switch(spec.leaf_switch) if spec.leaf_switch else None
-    return bool(sw and sw.reduction.startswith("sharp"))
 
 
 def _gdr_path(spec: ClusterSpec) -> str:
@@ -101,7 +99,7 @@ def apply_env(spec: ClusterSpec, collective: str, environ: dict[str, str]) -> Nc
     collnet = environ.get("NCCL_COLLNET_ENABLE")
     if collnet is not None:
         on = collnet.strip() not in ("", "0")
-        if on and not (spec.fabric == "infiniband" and _switch_shares(spec)):
+        if on and not sharp_switches(spec):
             notes.append("NCCL_COLLNET_ENABLE=1: the fabric has no SHARP switches: no change")
         elif on != spec.sharp:
             spec = replace(spec, sharp=on)
@@ -145,11 +143,10 @@ def apply_env(spec: ClusterSpec, collective: str, environ: dict[str, str]) -> Nc
             if k != spec.nics_per_node:
                 spec = replace(spec, nics_per_node=k, rail_optimized=spec.rail_optimized and k == spec.gpus_per_node)
             notes.append(f"NCCL_IB_HCA={hca}: {k} of the cluster's NICs per node (named mlx5_0.. in order)")
-    for name in ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"):
-        if name in environ:
-            notes.append(f"{name} ignored: the tuner runs the channels of NCCL's graph search and cannot force a "
-                         "count yet")
+    run = RunSetup(spec, collective, "")
+    for e in environment(run, {k: environ[k] for k in CHANNEL_VARS if k in environ}):
+        notes.append(f"{e.var}={e.value}: {e.status} ({e.why})")
     other = sorted(k for k in environ if k.startswith("NCCL_") and k not in MODELLED and not _HARMLESS.match(k))
     if other:
         notes.append(f"not modelled, ignored: {', '.join(other)}")
-    return NcclEnv(spec, algos, protos, tuple(notes), tuple(applied))
+    return NcclEnv(spec, algos, protos, tuple(notes), tuple(applied), run.chunk_env)

@@ -21,9 +21,14 @@ from fabricsim.reports.nccltests_table import DTYPE_SIZES, PerfRow, bus_factor, 
 from fabricsim.units import GB, US, format_bytes
 
 
-def read_log(path: str | Path) -> ParsedLog:
-    """Read and parse an nccl-tests log file (text or -J JSON)."""
-    return parse_nccl_tests(log_text(path))
+def read_log(path: str | Path) -> tuple[str, ParsedLog]:
+    """The text of an nccl-tests log file (text or -J JSON) and the log parsed; a log it cannot parse is one
+    FabricsimError naming the file, as `doctor` and `calibrate` name it."""
+    text = log_text(path)
+    try:
+        return text, parse_nccl_tests(text)
+    except FabricsimError as err:
+        raise FabricsimError(f"{Path(path).name}: {err}") from None
 
 
 def log_text(path: str | Path) -> str:

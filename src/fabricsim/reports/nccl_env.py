@@ -1,8 +1,9 @@
 """The NCCL environment of a run, as a prediction honours it: each variable NCCL reads that fabricsim knows is
-'applied' (the prediction follows it: a forced algorithm or protocol, resized buffers and chunks, P2P off), said by
-the cluster file, of no effect (NCCL's default, or nothing this run does), or 'not modelled' (NCCL changes
-behaviour and fabricsim cannot follow), with why. `perf --env`, `compare` (with the log's own 'set by environment'
-lines), `doctor`, `calibrate` and `validate --logs` read a run's environment through `ENV`.
+'applied' (the prediction follows it: a forced algorithm or protocol, resized buffers and chunks, bounded channels,
+NVLS or CollNet off or on, P2P off), said by the cluster file, of no effect (NCCL's default, or nothing this run
+does), or 'not modelled' (NCCL changes behaviour and fabricsim cannot follow), with why. `perf --env`, `compare`
+(with the log's own 'set by environment' lines), `doctor`, `calibrate`, `validate --logs`, the added rows' channel
+bounds and the nccl-tests emulator's read a run's environment through `ENV`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from fabricsim import hardware
+from fabricsim.engine import nccl_constants as K
 from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.spec import ClusterSpec
@@ -114,6 +117,87 @@ def _chunk_size(field_name: str, what: str) -> Callable[[RunSetup, str, str], En
     return effect
 
 
+# The variables that bound the communicator's channels -> engine.chunking.ChannelEnv's field and what it bounds
+# (src/graph/connect.cc:492-506 ncclTopoPostset; src/transport/nvls.cc:234-235; tuner.nccl_graph.bounded_channels).
+CHANNEL_VARS = {
+    "NCCL_MIN_NCHANNELS": ("min_nchannels", "at least", "comm->nChannels", "copies of its first channels; NVLS "
+                                                                           "channels unchanged"),
+    "NCCL_MAX_NCHANNELS": ("max_nchannels", "at most", "comm->nChannels", "NCCL runs its first channels; NVLS "
+                                                                          "channels unchanged"),
+    "NCCL_MIN_CTAS": ("min_ctas", "at least", "comm->nChannels and the NVLS channels", "config minCTAs, NCCL 2.17+"),
+    "NCCL_MAX_CTAS": ("max_ctas", "at most", "comm->nChannels and the NVLS channels", "config maxCTAs, NCCL 2.17+"),
+}
+
+
+def _channel_bound(run: RunSetup, var: str, value: str) -> EnvEffect:
+    """A channel bound, read as NCCL reads an integer parameter (src/misc/param.cc: strtoll, base auto)."""
+    field_name, side, what, how = CHANNEL_VARS[var]
+    try:
+        n = int(value.strip(), 0)
+    except ValueError:
+        raise FabricsimError(f"{var}={value!r} is not a whole number of channels: give a count, e.g. {var}=4") from None
+    if n == 0 and var == "NCCL_MIN_NCHANNELS":
+        return EnvEffect(var, value, "no effect", "0 is NCCL's default (no minimum, src/graph/connect.cc:335)")
+    if n < 1:
+        raise FabricsimError(f"{var}={value}: a communicator runs at least 1 channel (NCCL ignores or raises a count "
+                             f"below 1): give {var}=1 or more, or unset it")
+    run.chunk_env = dataclasses.replace(run.chunk_env, channels=dataclasses.replace(run.chunk_env.channels,
+                                                                                    **{field_name: n}))
+    top = f" (NCCL caps it at MAXCHANNELS, {K.MAXCHANNELS})" if n > K.MAXCHANNELS else ""
+    return EnvEffect(var, value, "applied", f"{what} {side} {n}{top}: {how} (engine.chunking.ChannelEnv)")
+
+
+def _check_channels(run: RunSetup) -> None:
+    """The CTA bounds together: NCCL drops a minimum above the maximum to it (src/init.cc:2190-2194), which is
+    what a run setting both cannot have meant. (NCCL_MIN_NCHANNELS above NCCL_MAX_NCHANNELS is NCCL's own way of
+    copying the first channels, src/graph/connect.cc:492-493, and is honoured.)"""
+    ch = run.chunk_env.channels
+    if ch.min_ctas is not None and ch.max_ctas is not None and ch.min_ctas > ch.max_ctas:
+        raise FabricsimError(f"NCCL_MIN_CTAS={ch.min_ctas} is above NCCL_MAX_CTAS={ch.max_ctas} (NCCL would lower the "
+                             f"minimum to {ch.max_ctas}): give NCCL_MIN_CTAS at most NCCL_MAX_CTAS")
+
+
+def sharp_switches(spec: ClusterSpec) -> bool:
+    """Whether the cluster's leaf switches reduce in the network (IB SHARP): what CollNet needs (hardware.switches)."""
+    sw = hardware.get_switch(spec.leaf_switch) if spec.leaf_switch else None
+    return bool(spec.fabric == "infiniband" and sw and sw.reduction.startswith("sharp"))
+
+
+def _nvls_enable(run: RunSetup, var: str, value: str) -> EnvEffect:
+    # NCCL_NVLS_ENABLE: 0 off, 1 on, 2 (default) on where the GPU reports multicast (src/transport/nvls.cc:159,
+    # 248-276 ncclNvlsInit); without NVLS support the NVLS graph and algorithms are gone (src/init.cc:1453)
+    v = value.strip()
+    if v not in ("0", "1", "2"):
+        raise FabricsimError(f"{var}={value!r}: give 0 (NVLS off), 1 (on) or 2 (on where the GPUs support it, NCCL's "
+                             "default)")
+    if v != "0":
+        return EnvEffect(var, value, "no effect", f"NVLS where the cluster file has it (nvls {str(run.spec.nvls).lower()})")
+    if not run.spec.nvls:
+        return EnvEffect(var, value, "no effect", "the cluster has no NVLS (nvls false)")
+    run.spec = dataclasses.replace(run.spec, nvls=False)
+    return EnvEffect(var, value, "applied", "NVLS and NVLSTree out of the candidates: nvls false")
+
+
+def _collnet_enable(run: RunSetup, var: str, value: str) -> EnvEffect:
+    # NCCL_COLLNET_ENABLE: config collnetEnable, 0 by default, any value but 0 or 1 read as 0 (src/init.cc:2146-2157,
+    # 2201-2204, 2419); CollNet needs the network's collNetSupport (init.cc:1164-1167): IB SHARP switches here
+    try:
+        on = int(value.strip(), 0)
+    except ValueError:
+        on = -1
+    if on not in (0, 1):
+        raise FabricsimError(f"{var}={value!r}: give 0 (CollNet off, NCCL's default) or 1 (on, where the fabric's "
+                             "switches reduce: IB SHARP)")
+    s = run.spec
+    if on and not sharp_switches(s):
+        return EnvEffect(var, value, "no effect", "the fabric has no SHARP switches: NCCL finds no CollNet support")
+    if bool(on) == s.sharp:
+        return EnvEffect(var, value, "no effect", "the cluster file has SHARP on" if on else "0 is NCCL's default")
+    run.spec = dataclasses.replace(s, sharp=bool(on))
+    return EnvEffect(var, value, "applied", f"CollNetDirect and CollNetChain {'among' if on else 'out of'} the "
+                                            f"candidates: sharp {str(bool(on)).lower()}")
+
+
 def _p2p_chunksize(run: RunSetup, var: str, value: str) -> EnvEffect:
     if run.collective in ("sendrecv", "alltoall"):
         return _chunk_size("p2p_net_chunk", "point-to-point network messages of")(run, var, value)
@@ -168,6 +252,9 @@ ENV: dict[str, Callable[[RunSetup, str, str], EnvEffect]] = {
     "NCCL_NET_FORCE_FLUSH": _default_is("0", "a GPUDirect RDMA flush after every network receive is not modelled"),
     "NCCL_TOPO_FILE": _fixed("cluster file", "the topology NCCL was given is the cluster file's (the XML is not read)"),
     "NCCL_P2P_NET_CHUNKSIZE": _p2p_chunksize,
+    **{var: _channel_bound for var in CHANNEL_VARS},
+    "NCCL_NVLS_ENABLE": _nvls_enable,
+    "NCCL_COLLNET_ENABLE": _collnet_enable,
     "NCCL_TUNER_PLUGIN": _tuner_plugin,
     "NCCL_DEBUG": _fixed("no effect", "logging only"),
     "NCCL_CUMEM_ENABLE": _fixed("no effect", "how buffers are allocated (cuMem API), not how they move"),
@@ -197,4 +284,5 @@ def environment(run: RunSetup, env: Mapping[str, str]) -> tuple[EnvEffect, ...]:
         if not isinstance(env[var], str):
             raise FabricsimError(f"env {var} is {env[var]!r}: give the value as the text the run set")
         out.append(ENV[var](run, var, env[var]))
+    _check_channels(run)
     return tuple(out)

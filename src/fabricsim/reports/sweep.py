@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -54,11 +54,51 @@ def sizes(minbytes: int, maxbytes: int, factor: float | None = None, step: int |
         grown = size + step if step is not None else size * (factor or 2)  # a float: a huge -f overflows nothing
         if grown > maxbytes:
             break
-        size = int(grown) if int(grown) > size else size + 1
+        if int(grown) <= size:  # only a factor step stalls (0 x f, or f too small for the size): nccl-tests loops
+            raise FabricsimError(_stalled(size, factor or 2))
+        size = int(grown)
         if len(out) > MAX_SWEEP_SIZES:
             raise FabricsimError(f"the sweep has more than {MAX_SWEEP_SIZES} sizes: use a larger "
                                  f"{option('factor', flag='-f')} or {option('step', flag='-i')}")
     return out
+
+
+def least_bytes(collective: str, dtype: str, n_ranks: int) -> tuple[int, str]:
+    """(the smallest size that moves data, what it is): one element, one per rank where the size is the whole buffer
+    (nccl-tests' count column, `count_for`); below it a count of 0 moves nothing."""
+    elem = DTYPE_SIZES[dtype]
+    if collective in SIZE_IS_TOTAL:
+        return elem * n_ranks, f"one {dtype} for each of {n_ranks} ranks: {n_ranks} x {elem} B"
+    return elem, f"one {dtype}"
+
+
+def empty_rows_note(collective: str, size_list: Sequence[int], dtype: str, n_ranks: int) -> str | None:
+    """What to tell a user whose sweep starts below `least_bytes`: nccl-tests prints those sizes as rows of size 0
+    that move nothing, and so does fabricsim."""
+    least, what = least_bytes(collective, dtype, n_ranks)
+    empty = [s for s in size_list if 0 < s < least]
+    if not empty:
+        return None
+    many = len(empty) > 1
+    return (f"{f'{len(empty)} sizes' if many else f'size {empty[0]}'} below {least} B ({what}) "
+            f"{'print' if many else 'prints'} as size 0 and {'move' if many else 'moves'} nothing, as in nccl-tests: "
+            f"start at {option('minbytes', least, flag='-b')} to leave {'them' if many else 'it'} out")
+
+
+def _stalled(size: int, factor: float) -> str:
+    """Why a factor sweep from `size` repeats it (the size times the factor rounds down to the size), and the fix."""
+    def b(n: int) -> str:
+        return option("minbytes", n, flag="-b")
+
+    f = option("factor", int(factor) if float(factor).is_integer() else factor, flag="-f")  # -f 2, not -f 2.0
+    if size == 0:
+        return (f"{b(0)} with a factor sweep ({f}): 0 times any factor is 0, so every size would be 0 bytes: start "
+                f"at {b(1)} or more (nccl-tests' usual {b(8)}), or step by bytes with {option('step', flag='-i')}")
+    need = max(size + 1, math.ceil(1 / (factor - 1)))
+    while int(need * factor) <= need:  # the float product can round below the exact bound
+        need += 1
+    return (f"{b(size)} with {f}: {size} x {factor:g} rounds down to {size}, so the sweep would repeat size {size}: "
+            f"start at {b(need)} or more, or use a larger factor ({option('factor', 2, flag='-f')})")
 
 
 def check_options(collective: str, n_ranks: int, *, dtype: str, redop: str, root: int, level: str | None,
@@ -143,7 +183,8 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
     """One nccl-tests row per size (size and count as nccl-tests rounds them) and the pick behind it.
     `ranks` are the GPU ranks of the communicator (a partial node uses the first few); `nccl_version` the NCCL
     release whose rules apply (tuner.nccl_versions; None: the newest modelled); `chunk_env` the buffer and chunk
-    sizes the run's NCCL environment set (engine.chunking.ChunkEnv; NCCL's cost model has no buffers)."""
+    sizes and channel bounds the run's NCCL environment set (engine.chunking.ChunkEnv; NCCL's cost model has no
+    buffers, its channels follow the bounds)."""
     from fabricsim.tuner import nccl_model
 
     elem = DTYPE_SIZES[dtype]
@@ -152,6 +193,8 @@ def predict(topo, ranks: np.ndarray, collective: str, size_list: Sequence[int], 
     algo_list = list(algos) if algos else None
     proto_list = list(protos) if protos else None
     system = nccl_model.system_from_topology(topo, ranks=ranks, version=nccl_version) if cost_model == "nccl" else None
+    if system is not None and chunk_env is not None:  # its channel bounds: the channels NCCL's model counts
+        system = replace(system, channel_env=chunk_env.channels)
     r = root if collective in ROOTED else -1
     op = redop if collective in REDUCING else "none"
     out = []

@@ -5,7 +5,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from fabricsim.errors import FabricsimError
-from fabricsim.schedules import alltoall, hierarchical, innet, logstep, ring, trees
+from fabricsim.schedules import alltoall, hierarchical, innet, logstep, ring
+from fabricsim.schedules.trees import tree as tree_schedule
 from fabricsim.schedules.model import Schedule
 from fabricsim.schedules.structure import Structure, flat
 from fabricsim.vocab import ALGORITHMS_BY_COLLECTIVE, COLLECTIVES
@@ -95,6 +96,7 @@ def build_schedule(
     rings=(),
     heads: int = 0,
     tree_heads=(),
+    trees: int = 2,
 ) -> Schedule:
     """The schedule of `algorithm` for `collective` over `nranks` ranks (cached by arguments).
     `structure` defaults to one rank per node without in-network reduction; `channels` applies
@@ -104,7 +106,8 @@ def build_schedule(
     each channel's ring (channel c uses rings[c % len(rings)]), e.g. the rings NCCL's search finds
     on a DGX-1 cube-mesh; empty: ascending and descending rings. `heads`: NVLSTree's head GPUs per domain
     (NCCL's NVLS graph channels; 0: every local rank). `tree_heads`: for tree, the local rank heading each
-    channel's chains (channel c uses tree_heads[c % len(tree_heads)]; empty: local rank c)."""
+    channel's chains (channel c uses tree_heads[c % len(tree_heads)]; empty: local rank c). `trees`: for tree, 2
+    (the double binary tree) or 1 (tree 0 alone, a communicator bounded to its search channels)."""
     try:
         rings = tuple(tuple(int(r) for r in order) for order in rings)
     except (TypeError, ValueError):
@@ -114,24 +117,26 @@ def build_schedule(
         tree_heads = tuple(int(h) for h in tree_heads)
     except (TypeError, ValueError):
         raise FabricsimError(f"tree_heads={tree_heads!r} must be a sequence of local ranks, one per channel") from None
-    return _build(collective, algorithm, nranks, structure, root, channels, pipeline, rings, int(heads), tree_heads)
+    if trees not in (1, 2):
+        raise FabricsimError(f"trees={trees!r}: NCCL's tree is 2 binary trees (or tree 0 alone, 1)")
+    return _build(collective, algorithm, nranks, structure, root, channels, pipeline, rings, int(heads), tree_heads,
+                  trees)
 
 
-def built_channels(algorithm: str, channels: int) -> int | None:
-    """The channels of the schedule `build_schedule` makes for `algorithm` with `channels`, where it follows them
-    (ring, with the chains of broadcast and reduce: `channels`; tree: rounded up to even), so a caller knows them
-    before building it; None where the builder fixes its own (NVLSTree: 2 per local rank) or takes none."""
-    if algorithm == "ring":
+def built_channels(algorithm: str, channels: int, trees: int = 2) -> int | None:
+    """The channels of the schedule `build_schedule` makes for `algorithm` with `channels` (and `trees`), where it
+    follows them (ring, with the chains of broadcast and reduce, and tree, each of whose channels runs both trees
+    or tree 0 alone: `channels`), so a caller knows them before building it; None where the builder fixes its own
+    (NVLSTree: 2 per local rank) or takes none."""
+    if algorithm in ("ring", "tree"):
         return channels
-    if algorithm == "tree":
-        return channels + channels % 2
     return None
 
 
 @lru_cache(maxsize=256)
 def _build(collective: str, algorithm: str, nranks: int, structure: Structure | None, root: int, channels: int,
            pipeline: int, rings: tuple[tuple[int, ...], ...], heads: int = 0,
-           tree_heads: tuple[int, ...] = ()) -> Schedule:
+           tree_heads: tuple[int, ...] = (), trees: int = 2) -> Schedule:
     if nranks < 1:
         raise FabricsimError(f"a collective needs at least one rank, got nranks={nranks}")
     if channels < 1 or pipeline < 1:
@@ -151,7 +156,7 @@ def _build(collective: str, algorithm: str, nranks: int, structure: Structure | 
     if algorithm == "ring":
         return ring.ring(collective, nranks, channels, pipeline, s.ranks_per_node, rings)
     if algorithm == "tree":
-        return trees.tree(s, channels, pipeline, tree_heads)
+        return tree_schedule(s, channels, pipeline, tree_heads, trees)
     if algorithm == "rabenseifner":
         return logstep.rabenseifner(nranks)
     if algorithm == "recursive_doubling":

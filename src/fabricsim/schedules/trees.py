@@ -6,9 +6,13 @@ the ranks form a chain hanging below the node's head rank (NCCL_TOPO_PATTERN_TRE
 head links to the parent and children nodes); channel k heads its chains at local rank
 k mod ranks-per-node, or at `heads[k mod len(heads)]` where the caller knows the GPU NCCL's tree search starts
 the channel at (GPUs sharing a NIC: one head per NIC, tuner.select.tree_heads), so channels leave each node on
-different GPUs and NICs. Even channels use tree 0, odd channels tree 1, so with an even channel count each tree
-carries half the data. Each channel
-reduces up and broadcasts down, pipelined over `pipeline` chunks (ncclPatternTreeUpDown).
+different GPUs and NICs. Every channel runs both trees, each on half its data: NCCL duplicates each channel of its
+tree search into channel c (tree 0) and channel c + nChannels (tree 1), both connected through the same GPUs and
+so the same NIC (src/graph/connect.cc connectTrees: channel0 and channel1 take one treeToParent / treeToChild,
+v2.28.9-1 :147-164), so every NIC carries its share of both trees: a node that is an inner node of one tree and a
+leaf of the other spreads both over all its NICs. With `trees=1` every channel runs tree 0 alone, as a communicator
+bounded to at most its search channels does (it has no duplicates to put tree 1 on). Each tree reduces up and
+broadcasts down, pipelined over `pipeline` chunks (ncclPatternTreeUpDown).
 """
 
 from __future__ import annotations
@@ -72,23 +76,26 @@ def rank_tree(structure: Structure, node_parent: np.ndarray, offset: int = 0) ->
     return rank[has], parent[has], depth[has]
 
 
-def tree(structure: Structure, channels: int, pipeline: int, heads: tuple[int, ...] = ()) -> Schedule:
-    """Double-binary-tree AllReduce; `channels` is rounded up to even (both trees, half each). `heads`: the local
-    rank heading each channel's chains (channel k: heads[k mod len(heads)]); empty: local rank k."""
-    nch = channels + channels % 2
-    trees = dtree_parents(structure.nnodes)
+def tree(structure: Structure, channels: int, pipeline: int, heads: tuple[int, ...] = (), trees: int = 2) -> Schedule:
+    """Double-binary-tree AllReduce on `channels` channels, each running tree 0 on one half of its data and tree 1
+    on the other (NCCL's channel c and its duplicate c + nChannels, see above), or with `trees=1` tree 0 on all of
+    it: `trees` x channels chunk groups. `heads`: the local rank heading each channel's chains (channel c:
+    heads[c mod len(heads)]); empty: local rank c."""
+    nch = max(int(channels), 1)
+    parents = dtree_parents(structure.nnodes)
     offsets = [heads[ch % len(heads)] if heads else ch for ch in range(nch)]
-    edges = [rank_tree(structure, trees[ch % 2], offsets[ch]) for ch in range(nch)]
+    groups = trees * nch  # group trees * c + t: channel c's part on tree t
+    edges = [rank_tree(structure, parents[g % trees], offsets[g // trees]) for g in range(groups)]
     child, parent, depth = (np.concatenate([e[i] for e in edges]) for i in range(3))
-    chan = np.concatenate([np.full(e[0].size, ch) for ch, e in enumerate(edges)])
+    chan = np.concatenate([np.full(e[0].size, g) for g, e in enumerate(edges)])
     steps, M = pipelined_forest(child, parent, depth, chan, pipeline, up=True, down=True)
     return Schedule(
         collective="all_reduce",
         algorithm="tree",
         nranks=structure.nranks,
-        nchunks=nch * M,
+        nchunks=groups * M,
         steps=steps,
         channels=nch,
         meta={"pipeline": pipeline, "ranks_per_node": structure.ranks_per_node, "depth": int(depth.max(initial=0))},
-        chunkmap=ChunkMap(split=(nch, pipeline), piece=forest_pieces(nch, M, pipeline)),
+        chunkmap=ChunkMap(split=(groups, pipeline), piece=forest_pieces(groups, M, pipeline)),
     )

@@ -27,22 +27,32 @@ if TYPE_CHECKING:
 _LAZY = {"apply_faults": "faulted", "with_calibration": "variants", "with_ecmp_seed": "variants",
          "with_link_capacity": "variants", "without_links": "variants"}
 
-__all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Faults", "Topology", "apply_faults", "build", "load_cluster",
-           "load_spec", "preset_spec", "save_cluster", "validate", "with_calibration", "with_ecmp_seed",
+__all__ = ["PRESETS", "ClusterSpec", "DeviceKind", "Faults", "Topology", "apply_faults", "build", "cluster_file",
+           "load_cluster", "load_spec", "preset_spec", "save_cluster", "validate", "with_calibration", "with_ecmp_seed",
            "with_link_capacity", "without_links"]
 
 
-def build(spec: ClusterSpec) -> Topology:
-    """Build and validate the topology of `spec`, with its faults applied (`apply_faults`)."""
-    if not spec.faults:
-        topo = build_topology(spec)
+def build(spec: ClusterSpec, where: str | None = None) -> Topology:
+    """Build and validate the topology of `spec`, with its faults applied (`apply_faults`). `where`, the cluster
+    file the spec was read from, starts the message of an error of the build (a fabric the switches cannot hold, a
+    speed no link runs), as the file's own checks name it, so the user knows which file to fix."""
+    try:
+        topo = build_topology(replace(spec, faults=NO_FAULTS) if spec.faults else spec)
         validate(topo)
+    except FabricsimError as err:
+        if where is None:
+            raise
+        raise FabricsimError(f"{where}: {err}") from None
+    if not spec.faults:
         return topo
     from fabricsim.topology.faulted import apply_faults
 
-    topo = build_topology(replace(spec, faults=NO_FAULTS))
-    validate(topo)
     return apply_faults(topo, spec.faults)
+
+
+def cluster_file(name_or_path: object) -> str | None:
+    """The cluster file a preset name or a path names (None for a preset or a spec): `build`'s `where`."""
+    return name_or_path if isinstance(name_or_path, str) and name_or_path not in PRESETS else None
 
 
 def __getattr__(name: str) -> Any:
@@ -74,7 +84,7 @@ def load_spec(name_or_path: str | Path, nodes: int | None = None, gpus: int | No
 
 def load_cluster(name_or_path: str | Path, nodes: int | None = None, gpus: int | None = None) -> Topology:
     """Build the topology of a preset name or YAML file path."""
-    return build(load_spec(name_or_path, nodes=nodes, gpus=gpus))
+    return build(load_spec(name_or_path, nodes=nodes, gpus=gpus), cluster_file(str(name_or_path)))
 
 
 def save_cluster(spec: ClusterSpec, path: str | Path) -> None:

@@ -227,19 +227,38 @@ def _add_scaleup(acc: _Acc, spec: ClusterSpec, gpu, gpus) -> None:
     _add_pairs(acc, gpus, nvs[gpus // spec.domain_size], gpu.scaleup_link, links, enter_b=sw.hop_latency)
 
 
+def _nic_speed_error(spec: ClusterSpec, nic: hardware.NIC) -> str:
+    """nic_gbps that the NIC does not run: the speeds it runs, and a catalog NIC that runs the asked one."""
+    asked, kind = spec.nic_gbps, "infiniband" if spec.fabric == "infiniband" else "ethernet"
+    runs = hardware.nic_speeds(nic)
+    head = (f"nic_gbps {asked:g}: NIC {nic.name} runs {', '.join(f'{r:g}' for r in runs[:-1])}"
+            f"{' or ' if len(runs) > 1 else ''}{runs[-1]:g} Gb/s per port")
+    try:
+        other = hardware.nic_for_speed(asked, kind)
+    except FabricsimError:  # no catalog NIC of this network runs the speed
+        rates = sorted({r for n in hardware.NICS.values() if hardware.get_link(n.port_link).kind == kind
+                        for r in hardware.nic_speeds(n)})
+        return (f"{head}, and no catalog {kind} NIC runs {asked:g} Gb/s (their rates: "
+                f"{', '.join(f'{r:g}' for r in rates)}): set a nic_gbps {nic.name} runs")
+    if asked in hardware.nic_speeds(other):
+        return f"{head}: set nic: {other.name} (runs {asked:g} Gb/s), or a nic_gbps {nic.name} runs"
+    port = hardware.nic_speeds(other)[-1]  # a multi-port card gives the speed over its ports (CX-8 Ethernet: 2 x 400)
+    card = "" if other.name == nic.name else f"nic: {other.name}, "
+    return (f"{head} (nic_gbps is per port): {other.name} gives {asked:g} Gb/s as {other.ports} ports of {port:g}: "
+            f"set {card}nic_gbps: {port:g}, nic_ports: {other.ports}")
+
+
 def _add_fabric(acc: _Acc, spec: ClusterSpec, nics: np.ndarray, nic_latency: float) -> FatTree:
     """NIC <-> leaf <-> spine <-> core, planned by `fat_tree.plan_fat_tree`."""
+    nic = hardware.get_nic(spec.nic)
+    if spec.nic_gbps not in hardware.nic_speeds(nic):
+        raise FabricsimError(_nic_speed_error(spec, nic))
     by_speed = hardware.ib_link_for_speed if spec.fabric == "infiniband" else hardware.eth_link_for_speed
     tech = by_speed(spec.nic_gbps)
     leaf, spine = hardware.get_switch(spec.leaf_switch), hardware.get_switch(spec.spine_switch)
-    nic = hardware.get_nic(spec.nic)
-    for what, port in (("NIC " + spec.nic, nic.port_link), ("leaf_switch " + spec.leaf_switch, leaf.port_link)):
-        if hardware.get_link(port).bw < hardware.get_link(tech).bw:
-            split = (f"; nic_gbps is per port: the {nic.ports} ports of a {spec.nic} are nic_gbps "
-                     f"{hardware.get_link(port).bw * 8 / 1e9:g} with nic_ports {nic.ports}"
-                     if what.startswith("NIC") and nic.ports > 1 else "")
-            raise FabricsimError(f"{what} ports ({port}) are slower than nic_gbps {spec.nic_gbps}: lower nic_gbps or "
-                                 f"pick a faster part{split}")
+    if hardware.get_link(leaf.port_link).bw < hardware.get_link(tech).bw:
+        raise FabricsimError(f"leaf_switch {spec.leaf_switch} ports ({leaf.port_link}) are slower than nic_gbps "
+                             f"{spec.nic_gbps:g}: lower nic_gbps or pick a faster switch")
     up = _slower(leaf.port_link, spine.port_link)
     # oversubscription is a bandwidth ratio: the plan sizes the uplinks by the NIC and uplink rates, not port counts
     t = plan_fat_tree(spec, leaf.ports, spine.ports, hardware.get_link(tech).bw / hardware.get_link(up).bw)

@@ -10,6 +10,7 @@ stable across releases (NEP 19: bit generators' streams are stable; only the Gen
 
 from __future__ import annotations
 
+import re
 import zlib
 from dataclasses import dataclass, replace
 
@@ -35,6 +36,7 @@ class FaultReport:
     degraded: tuple[tuple[int, float], ...]  # (cable, capacity factor) of cables left with less capacity
     gpu_speed: tuple[tuple[int, float], ...]  # (GPU rank, compute factor) of slow GPUs
     domains: tuple[int, ...]  # NVLink domains in which a cable joining two of their devices changed
+    notes: tuple[str, ...] = ()  # what a user should know of how a target was modelled (an NVSwitch is all chips)
 
     def slow_gpus(self) -> dict[int, float]:
         return dict(self.gpu_speed)
@@ -46,6 +48,7 @@ class _Acc:
     factor: np.ndarray  # capacity factor per cable
     speed: np.ndarray  # compute factor per GPU rank
     lines: list[str]
+    notes: list[str]
 
 
 def report_of(topo: Topology) -> FaultReport | None:
@@ -58,7 +61,7 @@ def apply_faults(topo: Topology, faults: Faults) -> Topology:
     GPU, or faults that cut a GPU off are one FabricsimError naming the target and the fix."""
     if not faults:
         return topo
-    acc = _Acc(np.zeros(topo.n_links // 2, dtype=bool), np.ones(topo.n_links // 2), np.ones(topo.n_gpus), [])
+    acc = _Acc(np.zeros(topo.n_links // 2, dtype=bool), np.ones(topo.n_links // 2), np.ones(topo.n_gpus), [], [])
     for target, factor in faults.targets():
         _resolve(topo, target, factor, faults.seed, acc)
     cables = np.flatnonzero((acc.factor != 1.0) & ~acc.failed)
@@ -76,7 +79,7 @@ def apply_faults(topo: Topology, faults: Faults) -> Topology:
     report = FaultReport(faults, tuple(acc.lines), tuple(built(c) for c in failed),
                          tuple((built(c), float(acc.factor[c])) for c in cables),
                          tuple((int(r), float(acc.speed[r])) for r in slow),
-                         _domains(topo, np.concatenate([failed, cables])))
+                         _domains(topo, np.concatenate([failed, cables])), tuple(acc.notes))
     previous = report_of(topo)
     if previous is not None:
         report = _merged(previous, report)
@@ -95,7 +98,7 @@ def _merged(first: FaultReport, then: FaultReport) -> FaultReport:
     failed = tuple(sorted({*first.failed, *then.failed}))
     return FaultReport(first.faults.plus(then.faults), first.lines + then.lines, failed,
                        tuple(sorted((c, f) for c, f in factor.items() if c not in failed)), tuple(sorted(speed.items())),
-                       tuple(sorted({*first.domains, *then.domains})))
+                       tuple(sorted({*first.domains, *then.domains})), first.notes + then.notes)
 
 
 def _domains(topo: Topology, cables: np.ndarray) -> tuple[int, ...]:
@@ -124,6 +127,7 @@ def _resolve(topo: Topology, target: str, factor: float, seed: int, acc: _Acc) -
     else:
         devices = N.match_devices(topo, target)
         if not devices.size:
+            _one_nvswitch(topo, target, verb)
             preset = topo.spec is not None and topo.name in PRESETS  # a file's cluster is named by its file
             nodes = f" --nodes {topo.spec.nodes}" if preset and topo.spec is not None and topo.spec.nodes > 1 else ""
             where = f"{topo.name}{nodes}" if preset else "<your cluster file>"
@@ -209,9 +213,41 @@ def _devices(topo: Topology, target: str, factor: float, acc: _Acc, devices: np.
     names = N.device_names(topo)
     listed = ", ".join(names[int(d)] for d in devices[:SHOWN]) + (f" +{devices.size - SHOWN} more"
                                                                  if devices.size > SHOWN else "")
+    switches = others[(topo.dev_kind[others] == DeviceKind.NVSWITCH) & (topo.dev_units[others] > 1)]
     what = []
+    if switches.size:  # one device stands for the domain's chips (topology.builders)
+        what.append(f"{'each' if switches.size > 1 else 'the'} domain's {int(topo.dev_units[switches[0]])} "
+                    "NVSwitch chips")
     if gpus.size:
         what.append(f"{gpus.size:,} GPU{'s' * (gpus.size != 1)} computing at x{factor:.4g}")
     if others.size:
         what.append(f"{cables.size:,} cable{'s' * (cables.size != 1)} {'down' if factor == 0 else 'degraded'}")
     acc.lines.append(f"{shown}: {listed} ({'; '.join(what)})")
+    if factor == 0 and switches.size:
+        acc.notes.append(_all_chips(topo, target, names, switches))
+
+
+def _all_chips(topo: Topology, target: str, names: list[str], switches: np.ndarray) -> str:
+    """Why failing an NVSwitch device takes down every chip of its domain, and how to lose one chip instead: the
+    builder models a domain's NVSwitch chips as one device of `dev_units` chips (topology.builders)."""
+    first, chips = names[int(switches[0])], int(topo.dev_units[switches[0]])
+    which = first if switches.size == 1 else f"{first} (and {switches.size - 1:,} more domains')"
+    return (f"fail '{target}': fabricsim models the {chips} NVSwitch chips of an NVLink domain as one device, so "
+            f"failing {which} takes all {chips} chips down and the domain's GPUs lose NVLink; to lose one of the "
+            f"{chips} chips, degrade it instead: --degrade {first}:{chips - 1}/{chips}")
+
+
+def _one_nvswitch(topo: Topology, target: str, verb: str) -> None:
+    """A target naming chip k > 0 of an NVLink domain (domain0.nvswitch1), which matches nothing because the domain's
+    chips are one device (domainD.nvswitch0): one error saying so, with the fix."""
+    m = re.fullmatch(r"domain(\d+)\.nvswitch(\d+)", target)
+    if m is None:
+        return
+    mine = np.flatnonzero((topo.dev_kind == DeviceKind.NVSWITCH) & (topo.dev_domain == int(m.group(1))))
+    chips = int(topo.dev_units[mine[0]]) if mine.size else 0
+    if chips < 2:
+        return
+    one = f"domain{m.group(1)}.nvswitch0"
+    raise FabricsimError(f"{verb} '{target}': fabricsim models the {chips} NVSwitch chips of an NVLink domain as one "
+                         f"device, {one}: to lose one of the {chips} chips use --degrade {one}:{chips - 1}/{chips}; "
+                         f"--fail {one} takes all {chips} down")

@@ -123,6 +123,10 @@ def validate(model: ModelSpec, par: Parallelism, n_gpus: int, gpus_per_domain: i
     if par.n_gpus != n_gpus:
         raise FabricsimError(
             f"tp*pp*cp*dp = {par.tp}*{par.pp}*{par.cp}*{par.dp} = {par.n_gpus} but the job has {n_gpus} GPUs: make the product equal the GPU count")
+    if par.vp > 1 and par.pp < 2:  # Megatron-Core parallel_state.initialize_model_parallel refuses it
+        raise FabricsimError(f"vp={par.vp} interleaves virtual stages over a pipeline, and pp=1 has none ('pipeline-"
+                             "model-parallel size should be greater than 1 with interleaved schedule', Megatron-Core): "
+                             "give pp 2 or more, or drop vp")
     if model.layers < par.pp * par.vp:
         raise FabricsimError(f"{model.layers} layers cannot fill pp*vp = {par.pp * par.vp} pipeline stages: use pp*vp <= {model.layers}")
     if model.heads % par.tp or model.kv_heads % par.tp and par.tp % model.kv_heads:

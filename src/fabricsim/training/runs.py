@@ -134,6 +134,21 @@ def layout_request(options: dict[str, Any], search: bool = False) -> tuple[P.Par
     return template, defaults
 
 
+MOE_SETTINGS = ("dispatcher", "capacity_factor", "moe_imbalance", "ep_overlap")  # how tokens reach the experts
+
+
+def _dense_ignores(model: ModelSpec, options: dict[str, Any]) -> None:
+    """Refuse mixture-of-experts settings for a dense model, whose step they would not change (ep / etp are
+    checked with the layout, parallel.validate)."""
+    default = {f.name: f.default for f in fields(P.Parallelism)}
+    given = [k for k in MOE_SETTINGS if options.get(k) is not None and options[k] != default[k]]
+    if given and not model.is_moe:
+        said = " ".join(option(k) if isinstance(options[k], bool) else option(k, options[k]) for k in given)
+        one = len(given) == 1
+        raise FabricsimError(f"{said}: {'it sets' if one else 'they set'} how tokens reach a mixture-of-experts "
+                             f"model's experts, and {model.name} is dense: drop {'it' if one else 'them'}")
+
+
 def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *, search: bool = False,
                 compare: Iterable[str] = (), efficiency: float | None = None, seq: int | None = None,
                 comm_factory: Callable | None = None, progress: Callable[[int, int], None] | None = None,
@@ -158,6 +173,11 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
     if bad:
         raise FabricsimError(f"unknown {option('compare')} variant {', '.join(bad)}: use some of {', '.join(VARIANTS)}")
     template, defaults = layout_request(options, search)
+    _dense_ignores(spec_model, options)
+    if options.get("fp8_param_gather") and options.get("precision") in (None, "bf16"):  # step.py gathers BF16 then
+        raise FabricsimError(f"{option('fp8_param_gather')} gathers the weights in FP8, and a BF16 run has no FP8 "
+                             f"weights: give {option('precision', 'fp8')} (or another FP8 / FP4 precision), or drop "
+                             f"{option('fp8_param_gather')}")
     explicit = template is not None
     name = cluster if isinstance(cluster, str) else getattr(cluster, "name", "cluster")
     if steps is not None and not jitter:
@@ -204,7 +224,8 @@ def train_sweep(model: str | Path | ModelSpec, cluster, counts: Sequence[int], *
     if progress is not None:
         progress(total, total)
     ran = {r.n_gpus for res in sweep.runs.values() for r in res if isinstance(r, StepResult)}
-    sweep.warnings = _warnings(sweep, efficiency) + _resized(cluster, [n for n in counts if n in ran])
+    sweep.warnings = (_warnings(sweep, efficiency) + _resized(cluster, [n for n in counts if n in ran])
+                      + (whatif.notes if whatif is not None else []))
     return sweep
 
 

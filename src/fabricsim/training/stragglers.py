@@ -23,7 +23,7 @@ unchanged, and the optimizer at the slowest factor of all: a distribution over s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -198,6 +198,7 @@ class WhatIf:
     text: str  # the faults and the jitter, for titles
     straggles: dict[int, Straggle]
     jitters: dict[int, Jitter]
+    notes: list[str] = field(default_factory=list)  # how the faults were modelled (topology.faulted notes), once each
 
 
 def adjuster(model, efficiency: float | None, sink: WhatIf, sigma: float | None, steps: int, seed: int):
@@ -210,6 +211,7 @@ def adjuster(model, efficiency: float | None, sink: WhatIf, sigma: float | None,
     def adjust(result: StepResult, topo, comm) -> StepResult:
         report = report_of(topo)
         slow = report.slow_gpus() if report is not None else {}
+        sink.notes += [n for n in (report.notes if report is not None else ()) if n not in sink.notes]
         speeds = megatron_speeds(slow, result.n_gpus, getattr(comm, "placement", None))
         gpu = topology_gpu(topo)
         out, how = straggle(result, speeds, lambda f: step_time(model, result.parallelism, gpu, comm, efficiency,

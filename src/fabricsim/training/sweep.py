@@ -75,7 +75,18 @@ def cluster_topology(cluster, n_gpus: int, variant: str | None = None, faults=No
         spec = replace(spec, nodes=_nodes_for(spec, n_gpus))
     if faults:
         spec = replace(spec, faults=spec.faults.plus(faults))
-    return topology.build(spec)
+    return topology.build(spec, topology.cluster_file(cluster))
+
+
+def check_whole_nodes(cluster, n_gpus: int) -> None:
+    """Refuse a GPU count that is neither part of one node nor whole nodes: the sweep sizes the cluster in whole
+    nodes, so 12 GPUs on 8-GPU nodes would run as 8 + 4 on two nodes, a layout no one runs, without a word."""
+    spec = topology.load_spec(cluster) if isinstance(cluster, str) else cluster
+    per = int(spec.gpus_per_node)
+    if n_gpus > per and n_gpus % per:
+        raise FabricsimError(f"{option('gpus', n_gpus)}: {spec.name} has nodes of {per} GPUs and a training job "
+                             f"takes whole nodes: use a multiple of {per} ({n_gpus // per * per} or "
+                             f"{-(-n_gpus // per) * per}), or fewer than {per} GPUs for part of one node")
 
 
 def _nodes_for(spec, n_gpus: int) -> int:
@@ -231,6 +242,7 @@ def scaling_runs(model: ModelSpec, cluster, gpu_counts: Sequence[int], template:
     results: list[StepResult | Refused] = []
     for n in counts:
         try:
+            check_whole_nodes(cluster, n)
             topo = cluster_topology(cluster, n, variant, faults)
             comm = comm_for(comm_factory, topo, n)
             if search:

@@ -8,6 +8,7 @@ bandwidth fit on a GPU's NVLink/PCIe and on the node's NICs (src/graph/search.cc
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -63,6 +64,7 @@ class NcclSystem:
     host_ring_cap: float = 0.0
     source: str = ""
     version: tuple[int, int, int] = nccl_versions.NEWEST  # the NCCL release whose rules apply (tuner.nccl_versions)
+    channel_env: chunking.ChannelEnv = chunking.ChannelEnv()  # the run's channel bounds (NCCL_MAX_NCHANNELS, ...)
 
     def __post_init__(self) -> None:
         if self.n_nodes < 1 or self.ppn < 1 or self.n_ranks != self.n_nodes * self.ppn:
@@ -306,7 +308,8 @@ def _tail(g: NcclGraph) -> tuple:
 
 
 def comm_channels(system: NcclSystem, graphs: dict[str, NcclGraph]) -> int:
-    """Execution channels `comm->nChannels` after ncclTopoPostset (src/graph/connect.cc)."""
+    """Execution channels `comm->nChannels` after ncclTopoPostset (src/graph/connect.cc), under the run's channel
+    bounds (`bounded_channels`)."""
     ring = graphs["Ring"]
     n = min(system.max_channels, 2 * ring.n_channels)
     chain = graphs["CollNetChain"]
@@ -316,19 +319,61 @@ def comm_channels(system: NcclSystem, graphs: dict[str, NcclGraph]) -> int:
         n = min(system.max_channels, 2 * n)
     if system.net_unpack and system.n_nodes > 1 and n < 16:  # unpack networks (src/graph/connect.cc:485-490)
         n = min(system.max_channels, 2 * n)
+    n = bounded_channels(system, n)[1]
     if system.release.get("ring/tree channels raised to nvls channels") and graphs["NVLS"].n_channels:
         n = max(n, nvls_channels(system))  # connect.cc copyChannels up to comm->nvlsChannels (NCCL 2.22-2.27)
     return max(n, 1)
 
 
+def _bounds(system: NcclSystem) -> tuple[int, int, int, int]:
+    """(minimum, maximum) channels of NCCL_MIN/MAX_NCHANNELS, then of the config's minCTAs / maxCTAs, as the system's
+    release resolves the run's values (engine.chunking.ChannelEnv): ncclMinNchannels 0 unset, at most MAXCHANNELS;
+    ncclMaxNchannels MAXCHANNELS unset, at most MAXCHANNELS (v2.30.7-1 src/graph/connect.cc:334-362); minCTAs 1 and
+    maxCTAs MAXCHANNELS unset (src/init.cc:2412-2413), both at most MAXCHANNELS, minCTAs at most maxCTAs
+    (init.cc:2178-2194). A release without the variables (tuner.nccl_versions 'nchannels env', 'cta config') leaves
+    its bounds open."""
+    env, top, rel = system.channel_env, system.max_channels, system.release
+    open_ = rel.get("nchannels env") is None
+    lo = 0 if open_ or env.min_nchannels is None else min(env.min_nchannels, top)
+    hi = top if open_ or env.max_nchannels is None else min(env.max_nchannels, top)
+    no_ctas = rel.get("cta config") is None
+    max_ctas = top if no_ctas or env.max_ctas is None else min(env.max_ctas, top)
+    min_ctas = 1 if no_ctas or env.min_ctas is None else min(env.min_ctas, max_ctas)
+    return lo, hi, min_ctas, max_ctas
+
+
+def bounded_channels(system: NcclSystem, n: int) -> tuple[int, int]:
+    """(channels kept, channels run) of a communicator whose ncclTopoPostset reached `n` channels, under the run's
+    bounds: `comm->nChannels = min(maxNchannels, n, maxCTAs)`, then copyChannels up to max(minNchannels, minCTAs),
+    copies of those first channels (v2.30.7-1 src/graph/connect.cc:492-506, 'We permit combining max, then min, to
+    only use the first channels, then duplicate them'; copyChannels :361-370 adds none when the count is reached)."""
+    lo, hi, min_ctas, max_ctas = _bounds(system)
+    kept = min(hi, n, max_ctas)
+    return kept, max(kept, lo, min_ctas)
+
+
 def nvls_channels(system: NcclSystem) -> int:
     """comm->nvlsChannels (src/transport/nvls.cc) of the system's release: Hopper 16, Blackwell by release
-    (tuner.nccl_versions) before the multi-node tuning of `comm_plan`."""
+    (tuner.nccl_versions) before the multi-node tuning of `comm_plan`, within the run's CTA bounds (`nvls_bounded`)."""
     rel = system.release
     if system.compcap >= 100:
         one, several = rel.get("nvls channels sm100 (one domain, several)", (K.NVLS_NCHANNELS_SM100_NVL, K.NVLS_NCHANNELS_SM100))
-        return several if system.n_nodes > 1 else one
-    return rel.get("nvls channels sm90", K.NVLS_NCHANNELS_SM90)
+        return nvls_bounded(system, several if system.n_nodes > 1 else one)
+    return nvls_bounded(system, rel.get("nvls channels sm90", K.NVLS_NCHANNELS_SM90))
+
+
+def nvls_bounded(system: NcclSystem, n: int) -> int:
+    """NVLS channels `n` within the config's [minCTAs, maxCTAs] (v2.30.7-1 src/transport/nvls.cc:234-235, after
+    the tuning; v2.17.1-1 nvls.cc:246): NCCL_MIN/MAX_NCHANNELS do not bound them."""
+    _, _, min_ctas, max_ctas = _bounds(system)
+    return max(min_ctas, min(max_ctas, n))
+
+
+def _channel_caps(system: NcclSystem) -> tuple:
+    """The per-channel caps of the system's release (chunking.CommPlan.channel_caps): tuning.cc perChMax*Bws as
+    that release sets them (tuner.nccl_versions.tuning)."""
+    t = nccl_versions.tuning(system.release)
+    return t.per_ch_ring_ll128, t.per_ch_tree_ll128, t.per_ch_tree, t.per_ch_nvls_tree
 
 
 def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.CommPlan:
@@ -345,16 +390,21 @@ def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.Comm
                                      PATH_ORDER[system.inter_type] <= PATH_ORDER["pxb"])
         if tuned is not None:
             nvls, chunk, tree_max = tuned
+            nvls = nvls_bounded(system, nvls)
     ring = graphs["Ring"]
     from_step = bool(rel.get("nvls_tree chunk from the simple step"))
     if not tree_max:
         tree_max = (chunking.nvls_tree_max_chunk(0 if from_step else chunk, system.n_nodes)
                     if rel.get("nvls_tree 64 KiB chunk from 4 nodes") else (0 if from_step else chunk))
+    natural = dataclasses.replace(system, channel_env=chunking.ChannelEnv()) if system.channel_env else None
     return chunking.CommPlan(
         channels=comm_channels(system, graphs), nvls_channels=nvls,
+        natural_channels=comm_channels(natural, graphs) if natural else 0,
+        natural_nvls_channels=comm_plan(natural, graphs).nvls_channels if natural else 0,
         nvls_heads=max(graphs["NVLS"].n_channels, 1), nvls_tree_max_chunk=tree_max, nvls_tree_from_step=from_step,
         nvls_chunk=chunk, collnet_heads=max(graphs["CollNetDirect"].n_channels, 1),
         ring_simple_threads=256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS,
         net_overhead=K.NET_OVERHEAD_US[system.cpu_vendor] * 1e-6,
         p2p_net_chunk=chunking.P2P_NET_CHUNK * (2 if system.cpu_vendor == "arm" and system.compcap >= 100
-                                                 and system.n_nodes > 1 else 1))
+                                                 and system.n_nodes > 1 else 1),
+        channel_caps=_channel_caps(system))

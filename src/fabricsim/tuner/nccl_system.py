@@ -36,6 +36,17 @@ def _out_links(topo: Topology, device: int, kinds: tuple[str, ...]) -> list[tupl
     return result
 
 
+def _inter_type(topo: Topology, gpu_dev: int, nic_dev: int, gpudirect: bool, version) -> str:
+    """NCCL's GPU -> NIC path type: PHB without GPUDirect RDMA (staged through host memory); for a GPU on NVLink-C2C
+    with no PCIe link of its own (Grace), whose NIC it reaches only through the CPU, the release's name for that path
+    (PHB, P2C from 2.27.3: tuner.nccl_versions 'c2c gpu-nic path'); PXB (PCIe switches only) otherwise."""
+    if not gpudirect:
+        return "phb"
+    if nic_dev >= 0 and _out_links(topo, gpu_dev, ("nvlink-c2c",)) and not _out_links(topo, gpu_dev, ("pcie",)):
+        return str(nccl_versions.release(version).get("c2c gpu-nic path", "pxb"))
+    return "pxb"
+
+
 def _pcie_bw(tech_name: str, lanes: float = 16) -> float:
     """NCCL's GB/s of a PCIe link of this technology and width (ncclTopoGetPciBw: width x code / 80)."""
     m = re.search(r"(\d)$", tech_name)
@@ -183,7 +194,7 @@ def system_from_topology(topo: Topology, ranks: np.ndarray | None = None, versio
         has_nvswitch=has_nvswitch, nvls_support=bool(features.get("nvls")) and has_nvswitch and compcap >= 90,
         collnet_support=bool(features.get("sharp")), cpu_vendor=vendor,
         intra_type="nvl" if n_links else "pci",
-        inter_type="pxb" if features.get("gpudirect", True) else "phb",
+        inter_type=_inter_type(topo, gpu_dev, nic_dev, bool(features.get("gpudirect", True)), version),
         nvlink_peer_bw=peer, nvlink_mesh=_nvlink_mesh(topo, ranks) if peer is not None else (),
         latency_inter_us=plugin_latency * 1e6, gpu_nics=gpu_nics, net_unpack=transport.unpack,
         host_ring_cap=_host_ring_cap(topo, ranks) if not n_links and n_nodes == 1 else 0.0,

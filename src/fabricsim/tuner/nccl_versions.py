@@ -7,8 +7,12 @@ algorithms exist, where LL128 is on by default, how many channels Ring/Tree and 
 rules, point-to-point channels per network peer, and the tuning constants NCCL's own cost model (tuner.nccl_model)
 uses in that release (2.30.7's formulas with that release's constants, and the formulas that changed where a row
 says so: NVLS / NVLSTree busBw before 2.28.3, Tree's TREE-pattern factor; elsewhere an approximation where a
-release's formulas differ, said beside the rows concerned). The engine's physical costs (per-step latencies, per-channel caps) stay those of the newest
-release modelled (engine.protocols): a release changes what NCCL runs, not the hardware.
+release's formulas differ, said beside the rows concerned). The engine's per-step latencies stay those of the
+newest release modelled (engine.protocols): a release changes what NCCL runs, not the hardware. Its per-channel
+caps, which pace a pipelined tree's levels as well as bound a call, are the release's own (`tuning`, through
+engine.chunking.CommPlan.channel_caps): NCCL retuned them with its kernels (Blackwell's Tree cap across 4+ nodes 72
+GB/s per channel in 2.27, 24 from 2.28), and a 2.27.3 Tree run across three GB200 NVL4 partitions (nccl#1801)
+reaches a bus bandwidth above what 2.30.7's caps allow its channels.
 
 Versions are (major, minor, patch); a version given without its patch (2.18) is read as the last patch of that
 minor release that this table knows of (`Release.version` says which). Releases newer than NEWEST are
@@ -72,13 +76,32 @@ RULES: tuple[Rule, ...] = (
     Rule("ll128 intra path", (2, 5, 6), (2, 18, 1), "nvl", _SRC + "v2.18.1-1 src/graph/tuning.cc:276 typeIntra <= PATH_NVL"),
     Rule("ll128 intra path", (2, 18, 3), None, "nvb", _SRC + "v2.18.3-1 src/graph/tuning.cc:286 typeIntra <= PATH_NVB"),
     Rule("ll128 inter path sm90", (2, 5, 6), (2, 16, 5), "pxb", _SRC + "v2.16.5-1 src/graph/tuning.cc:231 typeInter <= PATH_PXB"),
-    Rule("ll128 inter path sm90", (2, 17, 1), None, "pxn", _SRC + "v2.17.1-1 src/graph/tuning.cc:247 PXN allowed on sm90+"),
+    Rule("ll128 inter path sm90", (2, 17, 1), (2, 26, 6), "pxn", _SRC + "v2.17.1-1 src/graph/tuning.cc:247 PXN allowed on sm90+"),
+    # 2.27 bounds sm90+ at PATH_P2C while NCCL_LL128_C2C is 1 (its default): P2C allowed, PXN no longer
+    Rule("ll128 inter path sm90", (2, 27, 3), (2, 27, 7), "p2c",
+         _SRC + "v2.27.3-1 src/graph/tuning.cc:211 LL128_C2C default 1, :460 typeInter <= PATH_P2C"),
+    Rule("ll128 inter path sm90", (2, 28, 3), None, "pxn",
+         _SRC + "v2.28.3-1 src/graph/tuning.cc:482-484 (LL128_C2C: typeInter <= PATH_PXN)"),
+    # -- paths -------------------------------------------------------------------------------------------------------
+    # A GPU on NVLink-C2C (Grace) reaches its NIC through the CPU's PCIe root: PATH_PHB ('a path going through the
+    # CPU', v2.26.2-1 src/graph/paths.cc:96-97) until 2.27.3 named that path PATH_P2C (src/graph/paths.cc:669-681)
+    Rule("c2c gpu-nic path", (2, 4, 2), (2, 26, 6), "phb", _SRC + "v2.26.2-1 src/graph/paths.cc:96-97"),
+    Rule("c2c gpu-nic path", (2, 27, 3), None, "p2c", _SRC + "v2.27.3-1 src/graph/paths.cc:669-681"),
     # -- channels ------------------------------------------------------------------------------------------------------
     # 2.20-2.21 raised comm->nChannels to nvlsChannels but Ring/Tree kept comm->collChannels (v2.21.5 enqueue.cc:1568);
     # 2.22.3 made Ring/Tree use comm->nChannels; 2.28.3 dropped the raise ("Decreased max CTA count from 32 to 16 on
     # Blackwell", release f1308997): Blackwell across nodes goes from 32 Ring/Tree channels back to 16.
     Rule("ring/tree channels raised to nvls channels", (2, 22, 3), (2, 27, 7), True,
          _SRC + "v2.22.3-1 src/graph/connect.cc:493-494 and src/enqueue.cc:1617; gone in v2.28.3-1 (release f1308997)"),
+    # the environment's channel bounds (engine.chunking.ChannelEnv; tuner.nccl_graph.bounded_channels): NCCL_MIN/
+    # MAX_NCHANNELS on comm->nChannels from 2.5.6 (2.4 read NCCL_MIN/MAX_NRINGS, src/misc/rings.cc:179-180); the
+    # communicator config's minCTAs / maxCTAs, with NCCL_MIN_CTAS / NCCL_MAX_CTAS, on comm->nChannels and
+    # comm->nvlsChannels from 2.17.1
+    Rule("nchannels env", (2, 5, 6), None, True,
+         _SRC + "v2.5.6-1 src/graph/connect.cc:181-200, 244-250; v2.30.7-1 src/graph/connect.cc:331-362, 503-505"),
+    Rule("cta config", (2, 17, 1), None, True,
+         _SRC + "v2.17.1-1 src/init.cc:1072-1073, src/graph/connect.cc:316-317, src/transport/nvls.cc:246; "
+         "v2.30.7-1 src/init.cc:2013-2035, 2178-2194, src/graph/connect.cc:503-505, src/transport/nvls.cc:235"),
     Rule("nvls channels sm90", (2, 17, 1), None, 16, _SRC + "v2.17.1-1 src/transport/nvls.cc:227 NVLS_NCHANNELS 16"),
     Rule("nvls channels sm100 (one domain, several)", (2, 25, 1), (2, 26, 6), (32, 32),
          _SRC + "v2.25.1-1 src/transport/nvls.cc:145 NVLS_NCHANNELS_SM100 32"),

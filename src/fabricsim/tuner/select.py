@@ -22,7 +22,7 @@ import numpy as np
 from fabricsim import schedules
 from fabricsim.engine import Job, simulate
 from fabricsim.engine.bound import least_time, least_time_planned
-from fabricsim.engine.chunking import ChunkEnv, CommPlan
+from fabricsim.engine.chunking import ChannelEnv, ChunkEnv, CommPlan
 from fabricsim.engine.result import Result
 from fabricsim.errors import FabricsimError, option
 from fabricsim.topology.derived import memo
@@ -50,8 +50,12 @@ class Choice:
 
     @property
     def channels(self) -> int:
-        """NCCL channels the engine ran the pick on."""
-        return int(self.job.channels)
+        """NCCL channels the engine ran the pick on: its search channels, at most those the run's channel bounds
+        leave the communicator (NCCL_MAX_NCHANNELS, NCCL_MAX_CTAS: engine.chunking.CommPlan.natural_channels)."""
+        comm, n = self.job.comm, int(self.job.channels)
+        if comm is None or not comm.natural_channels:
+            return n
+        return min(n, comm.nvls_channels if self.algorithm in ("nvls", "nvls_tree") else comm.channels)
 
 
 def candidates(topo: Topology, collective: str, ranks: np.ndarray, library: str = "nccl",
@@ -175,7 +179,7 @@ def best(topo: Topology, collective: str, nbytes: int, *, ranks: np.ndarray | No
             pair_jobs[algo, proto] = replace(jobs[algo], protocol=proto)
         return pair_jobs[algo, proto]
 
-    guess = _nccl_guess(topo, collective, nbytes, ranks, nccl_version)
+    guess = _nccl_guess(topo, collective, nbytes, ranks, nccl_version, chunk_env.channels if chunk_env else ChannelEnv())
     guesses = [guess.get((NCCL_ALGO_NAMES.get(a, ""), NCCL_PROTO_NAMES[p]), math.inf) for a, p in pairs]
     least = min(guesses)
     named = library == "nccl" and math.isfinite(least)
@@ -220,13 +224,14 @@ def _known(topo: Topology, key: tuple, compute):
     return memo(topo.derive_structure, "tuner_parts", key, compute)
 
 
-def _nccl_guess(topo: Topology, collective: str, nbytes: int, ranks: np.ndarray,
-                nccl_version) -> dict[tuple[str, str], float]:
+def _nccl_guess(topo: Topology, collective: str, nbytes: int, ranks: np.ndarray, nccl_version,
+                channel_env: ChannelEnv) -> dict[tuple[str, str], float]:
     """NCCL's model's time per (NCCL algorithm, protocol) for this call, where it models the collective: the order
     the tuner times its candidates in (any order gives the same pick; a good one rules out more)."""
     if collective not in K.FUNCS or len(ranks) < 2:
         return {}
-    return nccl_model.nccl_times(_nccl_system(topo, ranks.tobytes(), nccl_version), collective, max(int(nbytes), 1))
+    return nccl_model.nccl_times(_nccl_system(topo, ranks.tobytes(), nccl_version, channel_env), collective,
+                                 max(int(nbytes), 1))
 
 
 def _one_rank(topo: Topology, collective: str, nbytes: int, ranks: np.ndarray, elem_size: int, level: str) -> Choice:
@@ -256,24 +261,33 @@ class _CallParts(NamedTuple):
     rings: tuple[tuple[int, ...], ...]  # ring: each channel's order of a node's local ranks
     tree_heads: tuple[int, ...]  # tree: the local rank heading each channel
     heads: int  # NVLSTree: NCCL's NVLS heads (<= 32 per domain)
+    trees: int  # tree: 2 (the double binary tree), 1 (tree 0 alone: a communicator bounded to its search channels)
     comm: CommPlan  # NCCL's communicator: channels, NVLS heads, chunk sizes (the run's environment applied)
     net_peer_bw: float | None  # bytes/s cap per point-to-point transfer across the network
 
 
 def _call_parts(topo: Topology, collective: str, algo: str, ranks: np.ndarray, structure: schedules.Structure,
                 nccl_version, chunk_env: ChunkEnv | None) -> _CallParts:
-    sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure, nccl_version)
+    channel_env = chunk_env.channels if chunk_env is not None else ChannelEnv()
+    sched_channels, channels = channel_plan(topo, collective, algo, ranks, structure, nccl_version, channel_env)
     rings = node_rings(topo, ranks) if algo == "ring" else ()
     tree_heads_ = tree_heads(topo, ranks, structure) if algo == "tree" else ()
-    system = _nccl_system(topo, ranks.tobytes(), nccl_version)
-    comm = nccl_graph.comm_plan(system, nccl_graph.search_graphs(system))
+    system = _nccl_system(topo, ranks.tobytes(), nccl_version, channel_env)
+    graphs = nccl_graph.search_graphs(system)
+    comm = nccl_graph.comm_plan(system, graphs)
+    # connectTrees puts tree 0 on the search channels and tree 1 on their duplicates (v2.30.7-1
+    # src/graph/connect.cc:149-174): a communicator that keeps no more than those runs tree 0 alone
+    trees = 2
+    if algo == "tree" and channel_env and _kept(topo, ranks.tobytes(), nccl_version, system, graphs) <= \
+            graphs["Tree"].n_channels:
+        trees = 1
     if chunk_env is not None:
         comm = chunk_env.apply(comm)
     net_peer_bw = None
     if collective in P2P_COLLECTIVES and structure.nnodes > 1:
         net_peer_bw = p2p_channels_per_net_peer(system) * P2P_PER_CHANNEL_NET_BW
-    return _CallParts(sched_channels, channels, rings, tree_heads_, comm.nvls_heads if algo == "nvls_tree" else 0, comm,
-                      net_peer_bw)
+    return _CallParts(sched_channels, channels, rings, tree_heads_, comm.nvls_heads if algo == "nvls_tree" else 0,
+                      trees, comm, net_peer_bw)
 
 
 def _job(collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray, elem_size: int, root: int,
@@ -281,7 +295,7 @@ def _job(collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray,
     """The engine job of a call planned as `parts`: its schedule built, the channels a multiple of the schedule's."""
     schedule = schedules.build_schedule(collective, algo, len(ranks), structure=structure, root=root,
                                         channels=parts.sched_channels, rings=parts.rings, heads=parts.heads,
-                                        tree_heads=parts.tree_heads)
+                                        tree_heads=parts.tree_heads, trees=parts.trees)
     channels = parts.channels + (-parts.channels) % schedule.channels  # some schedules fix their own (NVLSTree: 2 per local rank)
     return Job(schedule, nbytes, ranks, elem_size, proto, channels, parts.net_peer_bw, parts.comm)
 
@@ -289,7 +303,7 @@ def _job(collective: str, algo: str, proto: str, nbytes: int, ranks: np.ndarray,
 def _built_channels(algo: str, parts: _CallParts) -> int | None:
     """The channels `_job` gives a call planned as `parts`, known before its schedule is built where the schedule
     runs on the channels it is built with (schedules.built_channels: ring, tree); None elsewhere."""
-    own = schedules.built_channels(algo, parts.sched_channels)
+    own = schedules.built_channels(algo, parts.sched_channels, parts.trees)
     return None if own is None else parts.channels + (-parts.channels) % own
 
 
@@ -456,7 +470,8 @@ def _balanced(options: list[list[tuple[int, int]]], rails: int, limit: int) -> l
 
 
 def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
-                 structure: schedules.Structure, nccl_version=None) -> tuple[int, int]:
+                 structure: schedules.Structure, nccl_version=None,
+                 channel_env: ChannelEnv = ChannelEnv()) -> tuple[int, int]:
     """(channels the schedule is built with, channels the engine runs).
 
     The engine runs the channels of NCCL's own graph search for this algorithm (src/graph/search.cc ncclTopoCompute),
@@ -465,8 +480,14 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     Broadcast and Reduce run on the ring graph's channels (a chain along each ring), so they too. On a
     direct NVLink mesh a ring is built with one channel per ring of `node_rings`, in NCCL's proportions
     (a DGX-1 V100: two channels on each doubled-link ring, one on each single-link ring).
+
+    Under the run's channel bounds (`channel_env`: NCCL_MAX_NCHANNELS, NCCL_MIN_CTAS, ...) the schedule is built on
+    at most the communicator's channels NCCL keeps before copying them (tuner.nccl_graph.bounded_channels): NCCL runs
+    the communicator's first channels, so a ring or tree on fewer channels than NIC rails leaves each node on that
+    many NICs; the per-channel caps follow the bounded count (engine.chunking.CommPlan.natural_channels).
     """
-    system = _nccl_system(topo, np.asarray(ranks, dtype=np.int32).tobytes(), nccl_version)
+    key = np.asarray(ranks, dtype=np.int32).tobytes()
+    system = _nccl_system(topo, key, nccl_version, channel_env)
     graphs = nccl_graph.search_graphs(system)
     graph = ALGORITHMS[algo].graph if algo in ALGORITHMS else "Ring"  # NCCL's graph for it; others run on Ring's
     channels = graphs[graph].n_channels or graphs["Ring"].n_channels
@@ -475,7 +496,7 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     if algo == "ring":
         sched = len(node_rings(topo, ranks)) or rails
     elif algo == "tree":
-        sched = rails + rails % 2
+        sched = rails
     elif algo == "collnet_chain":
         sched = rails
     # NCCL runs at most MAXCHANNELS channels (src/include/device.h:91), its graph search's count doubled and
@@ -483,12 +504,24 @@ def channel_plan(topo: Topology, collective: str, algo: str, ranks: np.ndarray,
     # rail stops there (an NVL72 domain has 72 NICs; NCCL's channels leave on 64 of them).
     sched = min(sched, system.max_channels)
     channels = max(int(channels), sched)
+    if channel_env and algo not in ("nvls", "nvls_tree"):  # NVLS runs its own channels (nccl_graph.nvls_bounded)
+        sched = max(1, min(sched, _kept(topo, key, nccl_version, system, graphs)))
     return sched, min(channels + (-channels) % sched, system.max_channels // sched * sched)
 
 
-def _nccl_system(topo: Topology, ranks_key: bytes, version=None) -> nccl_model.NcclSystem:
-    """NCCL's view of these ranks under NCCL `version` (default: the newest modelled), kept in the topology's
-    store of structural data: the tuner asks once per candidate and size."""
+def _kept(topo: Topology, ranks_key: bytes, version, system: nccl_model.NcclSystem, graphs: dict) -> int:
+    """The communicator's first channels NCCL keeps under `system`'s channel bounds, before copying them
+    (nccl_graph.bounded_channels of the unbounded communicator's count)."""
+    return nccl_graph.bounded_channels(system, nccl_graph.comm_channels(_nccl_system(topo, ranks_key, version),
+                                                                        graphs))[0]
+
+
+def _nccl_system(topo: Topology, ranks_key: bytes, version=None,
+                 channel_env: ChannelEnv = ChannelEnv()) -> nccl_model.NcclSystem:
+    """NCCL's view of these ranks under NCCL `version` (default: the newest modelled) and the run's channel bounds,
+    kept in the topology's store of structural data: the tuner asks once per candidate and size."""
     v = nccl_versions.release(version).version
+    if channel_env:
+        return replace(_nccl_system(topo, ranks_key, v), channel_env=channel_env)
     return topo.derive_structure(("nccl_system", ranks_key, v), lambda: nccl_model.system_from_topology(
         topo, ranks=np.frombuffer(ranks_key, dtype=np.int32), version=v))

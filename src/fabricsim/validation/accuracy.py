@@ -7,6 +7,7 @@ busbw over the same nccl-tests sweep.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,7 +78,7 @@ def predict(case: Case, level: str = "flow", topo: Topology | None = None) -> Pr
     best_bus, best_time, pick = -1.0, None, ("", "")
     for size in _sizes(case):
         choice = best(topo, case.collective, int(size), ranks=ranks, algos=algos, level=level,
-                      nccl_version=case.nccl_version)
+                      nccl_version=case.nccl_version, chunk_env=case.chunk_env)
         time, bus = _as_timed(case, choice.result.time, choice.result.busbw / GB)
         if bus > best_bus:
             best_bus, best_time, pick = bus, time, (choice.algorithm, choice.protocol)
@@ -91,6 +92,8 @@ def _nccl(case: Case, topo, ranks) -> tuple[float | None, str | None]:
         return None, None
     try:
         system = nccl_model.system_from_topology(topo, ranks=ranks, version=case.nccl_version)
+        if case.chunk_env is not None:  # the run's channel bounds: the channels NCCL's model counts
+            system = dataclasses.replace(system, channel_env=case.chunk_env.channels)
         algos = [a for a in (case.algos or NCCL_ALGOS[case.collective]) if a not in case.exclude]
         best_bus, best_time, algo = -1.0, None, None
         for size in _sizes(case):

@@ -18,15 +18,14 @@ from msgspec import Meta
 
 from fabricsim import hardware
 from fabricsim.errors import FabricsimError
+from fabricsim.reports.nccl_env import CHANNEL_VARS, RunSetup, environment
 from fabricsim.topology import load_spec
-from fabricsim.validation.calibration import (Case, CollectiveRow, Skip, _algos, _nccl_version, field, load_rows,
-                                              partition)
+from fabricsim.validation.calibration import (Case, CollectiveRow, Skip, _algos, _nccl_version, _sweep, field,
+                                              load_rows, partition)
 
 ROWS = Path(__file__).parent / "added_measurements.jsonl"
 CLUSTER_DIR = Path(__file__).parent / "added_clusters"
 
-# NCCL variables that set a channel count: the tuner plans NCCL's own channels, so a row forcing them is skipped.
-_CHANNEL_VARS = ("NCCL_MAX_NCHANNELS", "NCCL_MIN_NCHANNELS", "NCCL_NCHANNELS")
 _FAMILY = {"A100-40GB": "Ampere", "A100-80GB": "Ampere", "H100": "Hopper", "H200": "Hopper", "H800": "Hopper",
            "B200": "Blackwell", "B300": "Blackwell", "GB200": "Blackwell", "GB300": "Blackwell"}
 
@@ -48,9 +47,6 @@ def case_for(row: dict) -> Case | Skip:
     """One added row as a Case on its cluster file, or a Skip saying why it cannot be predicted."""
     rid = field(row, "id", "text")
     env = field(row, "env", "object", {})
-    forced = [v for v in _CHANNEL_VARS if v in env]
-    if forced:
-        return Skip(rid, f"{forced[0]}={env[forced[0]]}: a forced channel count is not a setting the tuner takes")
     name = row.get("cluster")
     if name is None:
         return Skip(rid, "the source does not state enough of the hardware to write a cluster file (see its notes)")
@@ -83,9 +79,17 @@ def case_for(row: dict) -> Case | Skip:
         return Skip(rid, "the row has neither a busbw nor a time above zero")
     ranks = tuple(n * spec.gpus_per_node + g for n in range(nodes) for g in range(per_node))
     algos, exclude = _algos(field(row, "algo_env", "text", ""))
+    # the run's channel bounds, honoured as `perf --env` honours them (its NVLS, CollNet and algorithm settings are
+    # the cluster file's and `algo_env`'s)
+    run = RunSetup(spec, collective, "")
+    try:
+        environment(run, {k: v for k, v in env.items() if k in CHANNEL_VARS})
+    except FabricsimError as err:
+        raise FabricsimError(f"field 'env': {err}") from None
     return Case(rid, _FAMILY.get(hardware.get_gpu(spec.gpu).name, "PCIe"), spec, ranks, collective,
-                field(row, "size_bytes", "bytes", None), (1 << 20, 8 << 30), algos, exclude, metric, float(measured),
-                field(row, "trust", "text", "high"), _nccl_version(field(row, "nccl_version", "text", "")))
+                field(row, "size_bytes", "bytes", None), _sweep(row, "size_label"), algos, exclude, metric,
+                float(measured), field(row, "trust", "text", "high"),
+                _nccl_version(field(row, "nccl_version", "text", "")), chunk_env=run.chunk_env)
 
 
 def cases(path: str | Path | None = None) -> tuple[list[Case], list[Skip]]:

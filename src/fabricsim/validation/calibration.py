@@ -20,6 +20,7 @@ from msgspec import Meta, Struct
 
 from fabricsim import hardware, inputs
 from fabricsim.calibration_data import default_path
+from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.presets import preset_spec
 from fabricsim.topology.spec import ClusterSpec
@@ -54,6 +55,7 @@ class Case:
     host_overhead: float = 0.0  # s the benchmark's timed region adds to each call around NCCL's kernel (harness_overhead)
     set_aside: str = ""  # why the row's own source doubts it (validation.set_aside); '' for a row scored
     corrected: str = ""  # why `measured` is not the row's own figure (validation.errata); '' where it is
+    chunk_env: ChunkEnv | None = None  # the channel bounds and sizes the run's NCCL environment set (reports.nccl_env)
 
 
 # PyTorch's per-call host overhead of dist.all_reduce: "some 20-30us" (stas00/ml-engineering
@@ -360,9 +362,10 @@ def _algos(env: str) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
 _SWEEP_RE = re.compile(r"(\d+[KMG]?)\s*-\s*(\d+[KMG]?)\b(?:\s*sweep)?", re.IGNORECASE)
 
 
-def _sweep(row: dict) -> tuple[int, int]:
-    """The size range a 'peak' row was taken over, from its notes (default 1M-8G, nccl-tests' common sweep)."""
-    m = _SWEEP_RE.search(field(row, "notes", "text", "").replace("MiB", "M").replace("GiB", "G").replace("B ", " "))
+def _sweep(row: dict, key: str = "notes") -> tuple[int, int]:
+    """The size range a 'peak' row was taken over, from its notes (or another text field `key`; default 1M-8G,
+    nccl-tests' common sweep)."""
+    m = _SWEEP_RE.search(field(row, key, "text", "").replace("MiB", "M").replace("GiB", "G").replace("B ", " "))
     if m:
         try:
             lo, hi = parse_size(m.group(1)), parse_size(m.group(2))
@@ -374,8 +377,7 @@ def _sweep(row: dict) -> tuple[int, int]:
 
 
 def sweep_sizes(lo: int, hi: int) -> np.ndarray:
-    """Power-of-two sizes from lo to hi (nccl-tests -f 2)."""
-    sizes = [lo]
-    while sizes[-1] * 2 <= hi:
-        sizes.append(sizes[-1] * 2)
-    return np.asarray(sizes, dtype=np.int64)
+    """Power-of-two sizes from lo to hi (nccl-tests -f 2: reports.sweep.sizes, the one sweep rule)."""
+    from fabricsim.reports.sweep import sizes
+
+    return np.asarray(sizes(lo, hi, 2.0), dtype=np.int64)
