@@ -153,3 +153,17 @@ def test_the_channel_and_switch_parsers_apply_or_raise_one_error(env):
     assert len(effects) == len(env)
     ch = run.chunk_env.channels
     assert all(v is None or v >= 1 for v in (ch.min_nchannels, ch.max_nchannels, ch.min_ctas, ch.max_ctas))
+
+
+@pytest.mark.parametrize("var, version, since", [("NCCL_MAX_CTAS", "2.16", "2.17.1"),
+                                                 ("NCCL_MAX_NCHANNELS", "2.4", "2.5.6")])
+def test_a_channel_bound_the_runs_release_does_not_read_is_of_no_effect(var, version, since):
+    # the tuner leaves a release's bounds open where it has no such variable (tuner.nccl_versions 'cta config',
+    # 'nchannels env'): the environment table says so rather than 'applied'
+    a100 = fs.cluster("dgx-a100", nodes=2)
+    plain = fs.perf(a100, "all_reduce", ["1G"], nccl_version=version)
+    old = fs.perf(a100, "all_reduce", ["1G"], nccl_version=version, env={var: "1"})
+    assert old.rows[0].time_s == plain.rows[0].time_s
+    assert [(e.var, e.status) for e in old.env] == [(var, "no effect")] and since in old.env[0].why
+    new = fs.perf(a100, "all_reduce", ["1G"], nccl_version=since, env={var: "1"})
+    assert [e.status for e in new.env] == ["applied"] and new.rows[0].time_s > plain.rows[0].time_s
