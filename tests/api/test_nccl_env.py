@@ -167,3 +167,10 @@ def test_a_channel_bound_the_runs_release_does_not_read_is_of_no_effect(var, ver
     assert [(e.var, e.status) for e in old.env] == [(var, "no effect")] and since in old.env[0].why
     new = fs.perf(a100, "all_reduce", ["1G"], nccl_version=since, env={var: "1"})
     assert [e.status for e in new.env] == ["applied"] and new.rows[0].time_s > plain.rows[0].time_s
+
+
+def test_a_bound_above_maxchannels_names_the_runs_releases_maxchannels():
+    # MAXCHANNELS 32 up to 2.24.3, 64 from 2.25.1 (src/include/device.h:62; tuner.nccl_versions 'max channels')
+    why = {v: environment(RunSetup(TWO_NODES.spec, "all_reduce", "", nccl_version=v), {"NCCL_MIN_NCHANNELS": "48"})[0]
+           .why for v in ("2.24", "2.25")}
+    assert "(NCCL caps it at MAXCHANNELS, 32)" in why["2.24"] and "MAXCHANNELS" not in why["2.25"]

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fabricsim import hardware
-from fabricsim.engine import nccl_constants as K
 from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.spec import ClusterSpec
@@ -151,7 +150,8 @@ def _channel_bound(run: RunSetup, var: str, value: str) -> EnvEffect:
                                                   f"{'.'.join(map(str, since))} and newer do)")
     run.chunk_env = dataclasses.replace(run.chunk_env, channels=dataclasses.replace(run.chunk_env.channels,
                                                                                     **{field_name: n}))
-    top = f" (NCCL caps it at MAXCHANNELS, {K.MAXCHANNELS})" if n > K.MAXCHANNELS else ""
+    most = int(rel.get("max channels"))  # MAXCHANNELS of the run's release (32 before 2.25.1)
+    top = f" (NCCL caps it at MAXCHANNELS, {most})" if n > most else ""
     return EnvEffect(var, value, "applied", f"{what} {side} {n}{top}: {how} (engine.chunking.ChannelEnv)")
 
 
