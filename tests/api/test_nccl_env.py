@@ -129,8 +129,12 @@ def test_nvls_and_collnet_switches_take_algorithms_out_or_in():
                                                                                  "candidates: nvls false")
     assert fs.perf(node, "all_reduce", ["1G"], env={"NCCL_NVLS_ENABLE": "2"}).env[0].status == "no effect"
     # CollNet where the fabric's switches reduce (the dgx-h100 preset's QM9700: SHARP), nowhere else
-    with pytest.raises(fs.FabricsimError, match="CollNet needs SHARP in-network reduction"):
+    # without the switch, forcing CollNet names it (the switches do SHARP; NCCL's collnetEnable is 0 by default)
+    with pytest.raises(fs.FabricsimError, match=r"CollNet is off on dgx-h100, whose qm9700 switches do SHARP: NCCL "
+                                                r"runs it only with NCCL_COLLNET_ENABLE=1 \(0 by default\)"):
         fs.perf(TWO_NODES, "all_reduce", ["1G"], algo="collnet_direct")
+    with pytest.raises(fs.FabricsimError, match="CollNet needs SHARP in-network reduction, which pcie-l40s-8 has no"):
+        fs.perf(fs.cluster("pcie-l40s-8", nodes=2), "all_reduce", ["1G"], algo="collnet_direct")
     on = fs.perf(TWO_NODES, "all_reduce", ["1G"], algo="collnet_direct", env={"NCCL_COLLNET_ENABLE": "1"})
     assert on.rows[0].algo == "collnet_direct" and on.env[0].status == "applied"
     assert on.cluster.spec.sharp and not TWO_NODES.spec.sharp
