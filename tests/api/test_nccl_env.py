@@ -129,8 +129,12 @@ def test_nvls_and_collnet_switches_take_algorithms_out_or_in():
                                                                                  "candidates: nvls false")
     assert fs.perf(node, "all_reduce", ["1G"], env={"NCCL_NVLS_ENABLE": "2"}).env[0].status == "no effect"
     # CollNet where the fabric's switches reduce (the dgx-h100 preset's QM9700: SHARP), nowhere else
-    with pytest.raises(fs.FabricsimError, match="CollNet needs SHARP in-network reduction"):
+    # without the switch, forcing CollNet names it (the switches do SHARP; NCCL's collnetEnable is 0 by default)
+    with pytest.raises(fs.FabricsimError, match=r"CollNet is off on dgx-h100, whose qm9700 switches do SHARP: NCCL "
+                                                r"runs it only with NCCL_COLLNET_ENABLE=1 \(0 by default\)"):
         fs.perf(TWO_NODES, "all_reduce", ["1G"], algo="collnet_direct")
+    with pytest.raises(fs.FabricsimError, match="CollNet needs SHARP in-network reduction, which pcie-l40s-8 has no"):
+        fs.perf(fs.cluster("pcie-l40s-8", nodes=2), "all_reduce", ["1G"], algo="collnet_direct")
     on = fs.perf(TWO_NODES, "all_reduce", ["1G"], algo="collnet_direct", env={"NCCL_COLLNET_ENABLE": "1"})
     assert on.rows[0].algo == "collnet_direct" and on.env[0].status == "applied"
     assert on.cluster.spec.sharp and not TWO_NODES.spec.sharp
@@ -153,3 +157,24 @@ def test_the_channel_and_switch_parsers_apply_or_raise_one_error(env):
     assert len(effects) == len(env)
     ch = run.chunk_env.channels
     assert all(v is None or v >= 1 for v in (ch.min_nchannels, ch.max_nchannels, ch.min_ctas, ch.max_ctas))
+
+
+@pytest.mark.parametrize("var, version, since", [("NCCL_MAX_CTAS", "2.16", "2.17.1"),
+                                                 ("NCCL_MAX_NCHANNELS", "2.4", "2.5.6")])
+def test_a_channel_bound_the_runs_release_does_not_read_is_of_no_effect(var, version, since):
+    # the tuner leaves a release's bounds open where it has no such variable (tuner.nccl_versions 'cta config',
+    # 'nchannels env'): the environment table says so rather than 'applied'
+    a100 = fs.cluster("dgx-a100", nodes=2)
+    plain = fs.perf(a100, "all_reduce", ["1G"], nccl_version=version)
+    old = fs.perf(a100, "all_reduce", ["1G"], nccl_version=version, env={var: "1"})
+    assert old.rows[0].time_s == plain.rows[0].time_s
+    assert [(e.var, e.status) for e in old.env] == [(var, "no effect")] and since in old.env[0].why
+    new = fs.perf(a100, "all_reduce", ["1G"], nccl_version=since, env={var: "1"})
+    assert [e.status for e in new.env] == ["applied"] and new.rows[0].time_s > plain.rows[0].time_s
+
+
+def test_a_bound_above_maxchannels_names_the_runs_releases_maxchannels():
+    # MAXCHANNELS 32 up to 2.24.3, 64 from 2.25.1 (src/include/device.h:62; tuner.nccl_versions 'max channels')
+    why = {v: environment(RunSetup(TWO_NODES.spec, "all_reduce", "", nccl_version=v), {"NCCL_MIN_NCHANNELS": "48"})[0]
+           .why for v in ("2.24", "2.25")}
+    assert "(NCCL caps it at MAXCHANNELS, 32)" in why["2.24"] and "MAXCHANNELS" not in why["2.25"]

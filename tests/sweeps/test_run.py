@@ -120,7 +120,7 @@ def test_failures_are_rows_with_their_error_and_the_sweep_goes_on(tmp_path):
     assert done.total == 6 and done.failed == 4 == (df["status"] == "failed").sum()
     errors = dict(zip(zip(df["cluster.gpus"], df["perf.algo"]), df["error"]))
     assert "not whole nodes of 8 GPUs" in errors[(12, "ring")]
-    assert "CollNet needs SHARP" in errors[(8, "collnet_direct")]
+    assert "CollNet is off on dgx-h100" in errors[(8, "collnet_direct")]
     assert pandas.isna(errors[(8, "ring")]) and pandas.isna(errors[(16, "ring")])
     again = run.run(plan, tmp_path / "r.parquet", workers=2)
     assert again.computed == 0  # a failure is a finished point; --retry-failed computes it again

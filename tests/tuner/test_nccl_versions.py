@@ -173,10 +173,15 @@ def test_grace_gpus_reach_their_nics_through_the_cpu_as_phb_then_p2c():
     assert "ll128" not in protos["2.26.2"] and "ll128" in protos["2.28.9"]  # LL128 needs typeInter <= PXN (P2C)
 
 
-def test_ll128_over_pxn_pauses_in_2_27():
-    # 2.27 bounds sm90+ LL128 at P2C while NCCL_LL128_C2C is on (its default, tuning.cc:211, :460); 2.28.3 allows PXN
+def test_ll128_over_pxn_stays_on_through_2_27():
+    # 2.27.3 bounds sm90+ LL128 at PATH_P2C (tuning.cc:460), which its topo.h numbers after PATH_PXN (6 < 7): a PXN
+    # path keeps LL128; 2.27.5+ put P2C before PXN and bound at PXN (tuning.cc:459-461): both allowed all along
     rules = {v: V.release(v).get("ll128 inter path sm90") for v in ("2.26.6", "2.27.3", "2.27.7", "2.28.3")}
-    assert rules == {"2.26.6": "pxn", "2.27.3": "p2c", "2.27.7": "p2c", "2.28.3": "pxn"}
+    assert rules == dict.fromkeys(rules, "pxn")
+    one = dict(n_ranks=16, n_nodes=2, ppn=8, compcap=90, nvlink_bw_per_gpu=360.0, nic_bw=50.0, nics_per_node=8,
+               has_nvswitch=True, inter_type="pxn")
+    graph = nccl_graph.search_graphs(NcclSystem(**one, version=(2, 27, 3)))["Ring"]
+    assert nccl_model.ll128_enabled(NcclSystem(**one, version=(2, 27, 3)), graph)
 
 
 def test_the_engine_paces_trees_with_the_caps_of_the_release_that_ran():

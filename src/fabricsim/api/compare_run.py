@@ -113,7 +113,7 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     level_run = check_options(coll, c.n_gpus, dtype="float", redop="sum", root=0, level=level, cost_model=cost_model,
                               library="nccl")
     algos, protos = names(algo, "algo", coll), names(proto, "proto", coll)
-    c, run_env, effects, env_notes = _log_env(text, env_mapping(env), coll, c)
+    c, run_env, effects, env_notes = _log_env(text, env_mapping(env), coll, c, version)
     algos = algos or (list(run_env.algos) if run_env.algos else None)
     protos = protos or (list(run_env.protos) if run_env.protos else None)
     notes = forced_notes(c.topology, c.ranks, coll, algos) + fault_notes(c, cost_model) + env_notes
@@ -144,15 +144,16 @@ def compare(log: str | Path | ParsedLog, cluster: Cluster | str | Path | Cluster
     return CompareResult(tuple(rows), report.summarize(rows), tuple(skipped), meta, tuple(notes))
 
 
-def _log_env(text: str | None, env: Mapping[str, str], collective: str,
-             c: Cluster) -> tuple[Cluster, RunSetup, tuple[EnvEffect, ...], list[str]]:
+def _log_env(text: str | None, env: Mapping[str, str], collective: str, c: Cluster,
+             nccl_version: str | tuple[int, ...] | None = None
+             ) -> tuple[Cluster, RunSetup, tuple[EnvEffect, ...], list[str]]:
     """The log's NCCL environment ('set by environment' lines, then `env`) applied to `c`: the cluster as it leaves
     it, what it chose, how each variable was honoured, and a note per variable of the log fabricsim does not know."""
     from fabricsim.importers.nccl_log import scan
     from fabricsim.reports.nccl_env import honoured
 
     known, unknown = honoured(scan(text).env if text is not None else {})
-    c, run, effects = with_env(c, collective, {**known, **env}, text or "")
+    c, run, effects = with_env(c, collective, {**known, **env}, text or "", nccl_version)
     notes = [f"the log sets {v}={value}, which fabricsim does not know how to honour: predicted without it"
              for v, value in unknown if v not in env]
     return c, run, effects, notes

@@ -173,7 +173,7 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
     chunk_env = ChunkEnv()  # NCCL's own buffer and chunk sizes
     env = env_mapping(env)
     if env:  # (without one, nothing of reports.nccl_env is needed: perf's start-up does not load it)
-        c, run_env, effects = with_env(c, collective, env)
+        c, run_env, effects = with_env(c, collective, env, nccl_version=nccl_version)
         algos = _one_choice(algos, run_env.algos, "algo", "NCCL_ALGO", "algorithms")
         protos = _one_choice(protos, run_env.protos, "proto", "NCCL_PROTO", "protocols")
         chunk_env = run_env.chunk_env
@@ -206,15 +206,15 @@ def perf(cluster: Cluster | str | Path | ClusterSpec, collective: str, sizes: Si
                       tuple(protos) if protos else None, rel.label, nccl_version, tuple(spread), effects)
 
 
-def with_env(c: Cluster, collective: str, env: Mapping[str, str],
-             log_text: str = "") -> tuple[Cluster, RunSetup, tuple[EnvEffect, ...]]:
+def with_env(c: Cluster, collective: str, env: Mapping[str, str], log_text: str = "",
+             nccl_version: str | tuple[int, ...] | None = None) -> tuple[Cluster, RunSetup, tuple[EnvEffect, ...]]:
     """`c` as the NCCL environment `env` leaves it (NCCL_P2P_DISABLE rebuilds it, on the same ranks), what the
     environment chose, and how each variable was honoured (`log_text`: the run's log, where it says more, e.g. that
-    a tuner plugin did not load)."""
+    a tuner plugin did not load; `nccl_version`: the release it ran, whose variables these are)."""
     from fabricsim import topology
     from fabricsim.reports.nccl_env import RunSetup, environment
 
-    run = RunSetup(c.spec, collective, log_text)
+    run = RunSetup(c.spec, collective, log_text, nccl_version=nccl_version)
     effects = environment(run, env)
     if run.spec is not c.spec:
         topo = topology.build(run.spec)

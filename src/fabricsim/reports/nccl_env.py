@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from fabricsim import hardware
-from fabricsim.engine import nccl_constants as K
 from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.spec import ClusterSpec
+from fabricsim.tuner import nccl_versions
 from fabricsim.vocab import parse_algorithms, parse_protocols
 
 
@@ -54,6 +54,7 @@ class RunSetup:
     algos: tuple[str, ...] | None = None
     protos: tuple[str, ...] | None = None
     chunk_env: ChunkEnv = ChunkEnv()
+    nccl_version: str | tuple[int, ...] | None = None  # the NCCL release it ran (tuner.nccl_versions; None: newest)
 
 
 def _p2p_disable(run: RunSetup, var: str, value: str) -> EnvEffect:
@@ -141,9 +142,16 @@ def _channel_bound(run: RunSetup, var: str, value: str) -> EnvEffect:
     if n < 1:
         raise FabricsimError(f"{var}={value}: a communicator runs at least 1 channel (NCCL ignores or raises a count "
                              f"below 1): give {var}=1 or more, or unset it")
+    gate = "cta config" if var.endswith("_CTAS") else "nchannels env"
+    rel = nccl_versions.release(run.nccl_version)
+    if rel.get(gate) is None:  # the release does not read it (the tuner leaves its bounds open there)
+        since = next(r.since for r in nccl_versions.RULES if r.setting == gate)
+        return EnvEffect(var, value, "no effect", f"{rel.label} does not read {var} (NCCL "
+                                                  f"{'.'.join(map(str, since))} and newer do)")
     run.chunk_env = dataclasses.replace(run.chunk_env, channels=dataclasses.replace(run.chunk_env.channels,
                                                                                     **{field_name: n}))
-    top = f" (NCCL caps it at MAXCHANNELS, {K.MAXCHANNELS})" if n > K.MAXCHANNELS else ""
+    most = int(rel.get("max channels"))  # MAXCHANNELS of the run's release (32 before 2.25.1)
+    top = f" (NCCL caps it at MAXCHANNELS, {most})" if n > most else ""
     return EnvEffect(var, value, "applied", f"{what} {side} {n}{top}: {how} (engine.chunking.ChannelEnv)")
 
 

@@ -144,6 +144,13 @@ def forced_notes(topo, ranks: np.ndarray, collective: str, algos: Sequence[str] 
     structure = schedules.structure_from_topology(topo, ranks)
     notes = []
     if any(a.startswith("collnet") for a in algos) and not topo.features.get("sharp"):
+        from fabricsim.reports.nccl_env import sharp_switches
+
+        if topo.spec is not None and sharp_switches(topo.spec):  # SHARP there, CollNet off (NCCL's default)
+            raise FabricsimError(
+                f"CollNet is off on {topo.name}, whose {topo.spec.leaf_switch} switches do SHARP: NCCL runs it only "
+                f"with NCCL_COLLNET_ENABLE=1 (0 by default): give it in the run's NCCL environment "
+                f"({option('env')}), or set 'sharp: true' in a cluster file")
         raise FabricsimError(
             f"CollNet needs SHARP in-network reduction, which {topo.name} has no switch for: set 'sharp: true' in a "
             f"cluster file (fabricsim topo save {topo.name} -o cluster.yaml, edit it, then --cluster cluster.yaml)")

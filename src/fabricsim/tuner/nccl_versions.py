@@ -76,12 +76,12 @@ RULES: tuple[Rule, ...] = (
     Rule("ll128 intra path", (2, 5, 6), (2, 18, 1), "nvl", _SRC + "v2.18.1-1 src/graph/tuning.cc:276 typeIntra <= PATH_NVL"),
     Rule("ll128 intra path", (2, 18, 3), None, "nvb", _SRC + "v2.18.3-1 src/graph/tuning.cc:286 typeIntra <= PATH_NVB"),
     Rule("ll128 inter path sm90", (2, 5, 6), (2, 16, 5), "pxb", _SRC + "v2.16.5-1 src/graph/tuning.cc:231 typeInter <= PATH_PXB"),
-    Rule("ll128 inter path sm90", (2, 17, 1), (2, 26, 6), "pxn", _SRC + "v2.17.1-1 src/graph/tuning.cc:247 PXN allowed on sm90+"),
-    # 2.27 bounds sm90+ at PATH_P2C while NCCL_LL128_C2C is 1 (its default): P2C allowed, PXN no longer
-    Rule("ll128 inter path sm90", (2, 27, 3), (2, 27, 7), "p2c",
-         _SRC + "v2.27.3-1 src/graph/tuning.cc:211 LL128_C2C default 1, :460 typeInter <= PATH_P2C"),
-    Rule("ll128 inter path sm90", (2, 28, 3), None, "pxn",
-         _SRC + "v2.28.3-1 src/graph/tuning.cc:482-484 (LL128_C2C: typeInter <= PATH_PXN)"),
+    # 2.27 added PATH_P2C and NCCL_LL128_C2C (default 1): 2.27.3 bounds sm90+ at PATH_P2C, numbered after PATH_PXN
+    # there (v2.27.3-1 src/graph/topo.h:80-83), so PXN stays allowed; from 2.27.5 P2C comes before PXN (v2.27.5-1
+    # topo.h) and the bound is PATH_PXN (v2.27.5-1 tuning.cc:459-461): in PATH_TYPES' order both are 'pxn'
+    Rule("ll128 inter path sm90", (2, 17, 1), None, "pxn",
+         _SRC + "v2.17.1-1 src/graph/tuning.cc:247 PXN allowed on sm90+; v2.27.3-1 tuning.cc:211, :460; "
+         "v2.28.3-1 tuning.cc:482-484"),
     # -- paths -------------------------------------------------------------------------------------------------------
     # A GPU on NVLink-C2C (Grace) reaches its NIC through the CPU's PCIe root: PATH_PHB ('a path going through the
     # CPU', v2.26.2-1 src/graph/paths.cc:96-97) until 2.27.3 named that path PATH_P2C (src/graph/paths.cc:669-681)

@@ -81,7 +81,8 @@ def case_for(row: dict) -> Case | Skip:
     algos, exclude = _algos(field(row, "algo_env", "text", ""))
     # the run's channel bounds, honoured as `perf --env` honours them (its NVLS, CollNet and algorithm settings are
     # the cluster file's and `algo_env`'s)
-    run = RunSetup(spec, collective, "")
+    version = _nccl_version(field(row, "nccl_version", "text", ""))
+    run = RunSetup(spec, collective, "", nccl_version=version)
     try:
         environment(run, {k: v for k, v in env.items() if k in CHANNEL_VARS})
     except FabricsimError as err:
@@ -89,7 +90,7 @@ def case_for(row: dict) -> Case | Skip:
     return Case(rid, _FAMILY.get(hardware.get_gpu(spec.gpu).name, "PCIe"), spec, ranks, collective,
                 field(row, "size_bytes", "bytes", None), _sweep(row, "size_label"), algos, exclude, metric,
                 float(measured), field(row, "trust", "text", "high"),
-                _nccl_version(field(row, "nccl_version", "text", "")), chunk_env=run.chunk_env)
+                version, chunk_env=run.chunk_env)
 
 
 def cases(path: str | Path | None = None) -> tuple[list[Case], list[Skip]]:

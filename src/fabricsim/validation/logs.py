@@ -165,7 +165,7 @@ def make_case(log_id: str, log: ParsedLog, spec: ClusterSpec, ranks: tuple[int, 
               gaps: tuple[str, ...] = ()) -> LogCase:
     """A parsed log ready to predict on `spec` over `ranks`, its NCCL environment applied as `reports.nccl_env.ENV`
     says (`text`: the log's text, which some variables' effect depends on, e.g. a tuner plugin that did not load)."""
-    run = RunSetup(spec, collective, text)
+    run = RunSetup(spec, collective, text, nccl_version=nccl_version)
     applied = environment(run, env)
     kept, skipped = comparable(log.rows, PLACEMENT)
     return LogCase(log_id, family, collective, trust, run.spec, ranks, nccl_version, run.algos, run.protos, applied,
