@@ -178,3 +178,18 @@ def test_a_bound_above_maxchannels_names_the_runs_releases_maxchannels():
     why = {v: environment(RunSetup(TWO_NODES.spec, "all_reduce", "", nccl_version=v), {"NCCL_MIN_NCHANNELS": "48"})[0]
            .why for v in ("2.24", "2.25")}
     assert "(NCCL caps it at MAXCHANNELS, 32)" in why["2.24"] and "MAXCHANNELS" not in why["2.25"]
+
+
+def test_gdr_over_c2c_is_read_with_each_releases_default():
+    # NCCL_NET_GDR_C2C: not read before 2.26, default 0 in 2.26 (paths.cc:381), 1 from 2.27.3 (paths.cc:386)
+    spec = fs.cluster("gb200-nvl72", gpus=144).spec
+
+    def effect(version: str, value: str):
+        (e,) = environment(RunSetup(spec, "all_reduce", "", nccl_version=version), {"NCCL_NET_GDR_C2C": value})
+        return e.status, e.why
+
+    assert effect("2.25.1", "1") == ("no effect", "NCCL 2.25.1 does not read it (NCCL 2.26 and newer do)")
+    assert effect("2.26.2", "1")[0] == "cluster file" and "default is 0" in effect("2.26.2", "1")[1]
+    assert effect("2.26.2", "0") == ("no effect", "0 is NCCL 2.26.2's default")
+    assert effect("2.29.2", "1") == ("no effect", "1 is NCCL 2.29.2's default")
+    assert effect("2.29.2", "0")[0] == "not modelled"

@@ -206,6 +206,22 @@ def _collnet_enable(run: RunSetup, var: str, value: str) -> EnvEffect:
                                             f"candidates: sharp {str(bool(on)).lower()}")
 
 
+def _gdr_c2c(run: RunSetup, var: str, value: str) -> EnvEffect:
+    # NCCL_NET_GDR_C2C: GPUDirect RDMA for a GPU that reaches its NIC through its CPU over C2C (Grace); read from
+    # 2.26 (v2.26.2-1 src/graph/paths.cc:381, default 0; none in v2.25.1-1), default 1 from 2.27.3 (v2.27.3-1
+    # paths.cc:386); off, such a GPU's NIC is at PHB, above NCCL_NET_GDR_LEVEL's PXB, and GPUDirect RDMA is off
+    release = nccl_versions.release(run.nccl_version)
+    if release.version < (2, 26, 0):
+        return EnvEffect(var, value, "no effect", f"{release.label} does not read it (NCCL 2.26 and newer do)")
+    default = "1" if release.version >= (2, 27, 3) else "0"
+    if value.strip() == default:
+        return EnvEffect(var, value, "no effect", f"{default} is {release.label}'s default")
+    if value.strip() == "1":
+        return EnvEffect(var, value, "cluster file", f"GPUDirect RDMA through C2C on ({release.label}'s default is 0): "
+                                                     f"the cluster file's gpudirect says whether the run has it")
+    return EnvEffect(var, value, "not modelled", "GPUDirect RDMA through C2C disabled is not modelled")
+
+
 def _p2p_chunksize(run: RunSetup, var: str, value: str) -> EnvEffect:
     if run.collective in ("sendrecv", "alltoall"):
         return _chunk_size("p2p_net_chunk", "point-to-point network messages of")(run, var, value)
@@ -267,7 +283,7 @@ ENV: dict[str, Callable[[RunSetup, str, str], EnvEffect]] = {
     "NCCL_DEBUG": _fixed("no effect", "logging only"),
     "NCCL_CUMEM_ENABLE": _fixed("no effect", "how buffers are allocated (cuMem API), not how they move"),
     "NCCL_IB_QPS_PER_CONNECTION": _default_is("1", "several queue pairs per connection are not modelled"),
-    "NCCL_NET_GDR_C2C": _default_is("1", "GPUDirect RDMA through C2C disabled is not modelled"),
+    "NCCL_NET_GDR_C2C": _gdr_c2c,
     "NCCL_MNNVL_ENABLE": _fixed("cluster file", "the cluster file's NVLink domain spans the trays of a rack"),
     "NCCL_IB_HCA": _fixed("cluster file", "the cluster file lists the compute NICs the run used"),
     "NCCL_GPUDIRECTTCPX_FORCE_ACK": _fixed("not modelled", "the TCPX plugin's acknowledgement setting (the cluster "
