@@ -193,3 +193,16 @@ def test_gdr_over_c2c_is_read_with_each_releases_default():
     assert effect("2.26.2", "0") == ("no effect", "0 is NCCL 2.26.2's default")
     assert effect("2.29.2", "1") == ("no effect", "1 is NCCL 2.29.2's default")
     assert effect("2.29.2", "0")[0] == "not modelled"
+
+
+def test_the_legacy_nrings_names_bound_channels_unless_the_new_names_are_set():
+    # NCCL_MIN/MAX_NRINGS: read first, overridden by NCCL_MIN/MAX_NCHANNELS (src/graph/connect.cc:327-360)
+    run = RunSetup(TWO_NODES.spec, "all_reduce", "")
+    (e,) = environment(run, {"NCCL_MAX_NRINGS": "2"})
+    assert e.status == "applied" and run.chunk_env.channels == ChannelEnv(max_nchannels=2)
+    run = RunSetup(TWO_NODES.spec, "all_reduce", "")
+    effects = environment(run, {"NCCL_MAX_NRINGS": "2", "NCCL_MAX_NCHANNELS": "4"})
+    assert [(x.var, x.status) for x in effects] == [("NCCL_MAX_NCHANNELS", "applied"), ("NCCL_MAX_NRINGS", "no effect")]
+    assert run.chunk_env.channels == ChannelEnv(max_nchannels=4)
+    old = RunSetup(TWO_NODES.spec, "all_reduce", "", nccl_version="2.4.8")
+    assert environment(old, {"NCCL_MAX_NRINGS": "2"})[0].status == "not modelled"

@@ -125,6 +125,11 @@ CHANNEL_VARS = {
                                                                            "channels unchanged"),
     "NCCL_MAX_NCHANNELS": ("max_nchannels", "at most", "comm->nChannels", "NCCL runs its first channels; NVLS "
                                                                           "channels unchanged"),
+    # the legacy names, read first and overridden by the new ones (v2.30.7-1 src/graph/connect.cc:327-360)
+    "NCCL_MIN_NRINGS": ("min_nchannels", "at least", "comm->nChannels", "NCCL_MIN_NCHANNELS's legacy name: copies of "
+                                                                        "its first channels; NVLS channels unchanged"),
+    "NCCL_MAX_NRINGS": ("max_nchannels", "at most", "comm->nChannels", "NCCL_MAX_NCHANNELS's legacy name: NCCL runs "
+                                                                       "its first channels; NVLS channels unchanged"),
     "NCCL_MIN_CTAS": ("min_ctas", "at least", "comm->nChannels and the NVLS channels", "config minCTAs, NCCL 2.17+"),
     "NCCL_MAX_CTAS": ("max_ctas", "at most", "comm->nChannels and the NVLS channels", "config maxCTAs, NCCL 2.17+"),
 }
@@ -137,13 +142,20 @@ def _channel_bound(run: RunSetup, var: str, value: str) -> EnvEffect:
         n = int(value.strip(), 0)
     except ValueError:
         raise FabricsimError(f"{var}={value!r} is not a whole number of channels: give a count, e.g. {var}=4") from None
-    if n == 0 and var == "NCCL_MIN_NCHANNELS":
+    if n == 0 and var in ("NCCL_MIN_NCHANNELS", "NCCL_MIN_NRINGS"):
         return EnvEffect(var, value, "no effect", "0 is NCCL's default (no minimum, src/graph/connect.cc:335)")
     if n < 1:
         raise FabricsimError(f"{var}={value}: a communicator runs at least 1 channel (NCCL ignores or raises a count "
                              f"below 1): give {var}=1 or more, or unset it")
     gate = "cta config" if var.endswith("_CTAS") else "nchannels env"
     rel = nccl_versions.release(run.nccl_version)
+    if var.endswith("_NRINGS"):
+        new_name = var.replace("NRINGS", "NCHANNELS")
+        if getattr(run.chunk_env.channels, field_name) is not None:  # names are read in order: the new one came first
+            return EnvEffect(var, value, "no effect", f"{new_name}, set too, overrides it (src/graph/connect.cc:336)")
+        if rel.get(gate) is None:
+            return EnvEffect(var, value, "not modelled", f"{rel.label} bounds its rings in src/misc/rings.cc, before "
+                                                         "the channel bounds fabricsim follows (NCCL 2.5.6)")
     if rel.get(gate) is None:  # the release does not read it (the tuner leaves its bounds open there)
         since = next(r.since for r in nccl_versions.RULES if r.setting == gate)
         return EnvEffect(var, value, "no effect", f"{rel.label} does not read {var} (NCCL "
