@@ -1,5 +1,6 @@
 """A domain's NVSwitch chips are one device (`dev_units` chips): failing it takes every chip down, which the
-commands say, with the partial-loss fix (--degrade NAME:(n-1)/n); a chip k > 0 is one clear error saying so."""
+commands say, with the partial-loss fix (--degrade NAME:(n-1)/n, or degrade= from Python); a chip k > 0 is one clear
+error saying so."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ def test_the_report_says_all_chips_go_down():
     report = apply_faults(load_cluster("gb200-nvl72"), Faults(fail=("domain0.nvswitch0",))).features["faults"]
     assert report.notes == ("fail 'domain0.nvswitch0': fabricsim models the 18 NVSwitch chips of an NVLink domain "
                             "as one device, so failing domain0.nvswitch0 takes all 18 chips down and the domain's "
-                            "GPUs lose NVLink; to lose one of the 18 chips, degrade it instead: --degrade "
-                            "domain0.nvswitch0:17/18",)
+                            "GPUs lose NVLink; to lose one of the 18 chips, degrade it instead: "
+                            "degrade='domain0.nvswitch0:17/18'",)  # from Python: the keyword, not the CLI flag
     degraded = apply_faults(load_cluster("gb200-nvl72"), Faults(degrade=("domain0.nvswitch0:17/18",)))
     assert degraded.features["faults"].notes == ()
 
@@ -43,6 +44,8 @@ def test_a_second_chip_is_one_clear_error(capsys):
     assert err == ("error: fail 'domain0.nvswitch1': fabricsim models the 4 NVSwitch chips of an NVLink domain as one "
                    "device, domain0.nvswitch0: to lose one of the 4 chips use --degrade domain0.nvswitch0:3/4; --fail "
                    "domain0.nvswitch0 takes all 4 down\n")
+    with pytest.raises(FabricsimError, match=r"use degrade='domain0.nvswitch0:3/4'; fail='domain0.nvswitch0' takes"):
+        apply_faults(load_cluster("dgx-h100"), Faults(fail=("domain0.nvswitch1",)))  # from Python: its keywords
     with pytest.raises(FabricsimError, match="matches no device"):  # a domain that does not exist: the usual error
         apply_faults(load_cluster("dgx-h100"), Faults(fail=("domain7.nvswitch1",)))
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fabricsim.errors import FabricsimError
+from fabricsim.errors import FabricsimError, option
 from fabricsim.topology import names as N
 from fabricsim.topology.faults import Cut, Faults
 from fabricsim.topology.model import DeviceKind, Topology
@@ -198,7 +198,7 @@ def _devices(topo: Topology, target: str, factor: float, acc: _Acc, devices: np.
     if factor == 0 and gpus.size:
         name = N.device_names(topo)[int(gpus[0])]
         raise FabricsimError(f"fail '{target}' names GPU {name}: a dead GPU leaves the job (NCCL aborts the "
-                             "communicator); run on fewer GPUs, or slow it with --degrade SPEC:FACTOR")
+                             f"communicator); run on fewer GPUs, or slow it with {option('degrade', 'SPEC:FACTOR')}")
     rank_of = np.full(topo.n_devices, -1, dtype=np.int64)
     rank_of[topo.gpu_device] = np.arange(topo.n_gpus)
     acc.speed[rank_of[gpus]] *= factor
@@ -234,7 +234,7 @@ def _all_chips(topo: Topology, target: str, names: list[str], switches: np.ndarr
     which = first if switches.size == 1 else f"{first} (and {switches.size - 1:,} more domains')"
     return (f"fail '{target}': fabricsim models the {chips} NVSwitch chips of an NVLink domain as one device, so "
             f"failing {which} takes all {chips} chips down and the domain's GPUs lose NVLink; to lose one of the "
-            f"{chips} chips, degrade it instead: --degrade {first}:{chips - 1}/{chips}")
+            f"{chips} chips, degrade it instead: {option('degrade', f'{first}:{chips - 1}/{chips}')}")
 
 
 def _one_nvswitch(topo: Topology, target: str, verb: str) -> None:
@@ -249,5 +249,6 @@ def _one_nvswitch(topo: Topology, target: str, verb: str) -> None:
         return
     one = f"domain{m.group(1)}.nvswitch0"
     raise FabricsimError(f"{verb} '{target}': fabricsim models the {chips} NVSwitch chips of an NVLink domain as one "
-                         f"device, {one}: to lose one of the {chips} chips use --degrade {one}:{chips - 1}/{chips}; "
-                         f"--fail {one} takes all {chips} down")
+                         f"device, {one}: to lose one of the {chips} chips use "
+                         f"{option('degrade', f'{one}:{chips - 1}/{chips}')}; {option('fail', one)} takes all {chips} "
+                         "down")
