@@ -53,6 +53,23 @@ def parse_size(text: str | int) -> int:
     return value
 
 
+# An integer as C's strtoll(text, NULL, 0) reads it (NCCL's integer parameters, src/misc/param.cc; nccl-tests' options,
+# strtol): optional spaces and sign, then 0x/0X hexadecimal, a leading-0 octal, or decimal
+_C_INTEGER_RE = re.compile(r"^\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)\s*$")
+
+
+def c_integer(text: str) -> int | None:
+    """The integer C's strtoll with base 0 reads from the whole of `text` ('010' is 8, '0x10' 16), None where `text`
+    is not one (Python's own spellings such as '1_000' or '0o10' included)."""
+    m = _C_INTEGER_RE.match(text)
+    if m is None:
+        return None
+    sign, body = m.groups()
+    base = 16 if body[:2] in ("0x", "0X") else 8 if body.startswith("0") and len(body) > 1 else 10
+    n = int(body[2:] if base == 16 else body, base)
+    return -n if sign == "-" else n
+
+
 _TIME_RE = re.compile(r"^\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*(s|ms|us|ns)?\s*$")
 _TIME_PER_SECOND = {None: 1.0, "s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
 MAX_SECONDS = 1e9  # about 30 years: no run fabricsim times comes near it

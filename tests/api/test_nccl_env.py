@@ -206,3 +206,12 @@ def test_the_legacy_nrings_names_bound_channels_unless_the_new_names_are_set():
     assert run.chunk_env.channels == ChannelEnv(max_nchannels=4)
     old = RunSetup(TWO_NODES.spec, "all_reduce", "", nccl_version="2.4.8")
     assert environment(old, {"NCCL_MAX_NRINGS": "2"})[0].status == "not modelled"
+
+
+def test_channel_counts_read_as_nccl_reads_integers():
+    # src/misc/param.cc: strtoll(str, nullptr, 0): '010' is octal 8, '0x10' 16; Python's '1_0' is no C integer
+    run = RunSetup(TWO_NODES.spec, "all_reduce", "")
+    environment(run, {"NCCL_MAX_NCHANNELS": "010", "NCCL_MIN_NCHANNELS": "0x2"})
+    assert run.chunk_env.channels == ChannelEnv(min_nchannels=2, max_nchannels=8)
+    with pytest.raises(fs.FabricsimError, match="is not a whole number of channels"):
+        environment(RunSetup(TWO_NODES.spec, "all_reduce", ""), {"NCCL_MAX_NCHANNELS": "1_0"})

@@ -18,7 +18,7 @@ from fabricsim.errors import FabricsimError
 from fabricsim.topology import load_cluster, preset_spec
 from fabricsim.tuner import nccl_model
 from fabricsim.tuner.select import _filter, candidates
-from fabricsim.units import MAX_BYTES, parse_size
+from fabricsim.units import MAX_BYTES, c_integer, parse_size
 from tests.fuzz.conftest import RUNS, run_fuzz
 
 size_text = (st.from_regex(r"\A\s?[0-9]{0,20}(\.[0-9]{0,45})?\s?[KMGTkmgtP]?(iB|B|b)?\s?\Z")
@@ -112,3 +112,19 @@ def test_verify_ranks(profile):
         assert counts is None or (counts == sorted(set(counts)) and 1 <= counts[0] and counts[-1] <= MAX_VERIFY_RANKS)
 
     run_fuzz(profile, fuzz)
+
+
+@pytest.mark.parametrize("profile", RUNS)
+def test_c_integers(profile):
+    # NCCL's integer parameters and nccl-tests' options are read by strtoll / strtol with base 0: every C spelling of
+    # an integer reads as C reads it, anything else (Python's '1_0', '0o10', text) is refused, never an exception
+    @given(st.integers(-(10 ** 30), 10 ** 30), st.sampled_from(["{:d}", "{:#x}", "{:#X}", "0{:o}"]), st.text(" ", max_size=2),
+           st.text(max_size=8))
+    def fuzz(n, form, pad, noise):
+        text = form.format(n) if n >= 0 else "-" + form.format(-n)
+        assert c_integer(pad + text + pad) == n
+        value = c_integer(noise)
+        assert value is None or (type(value) is int and noise.strip()[:1] in "+-0123456789")
+
+    run_fuzz(profile, fuzz)
+    assert [c_integer(t) for t in ("010", "0x10", "08", "1_0", "0o10", "", " 7 ")] == [8, 16, None, None, None, None, 7]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fabricsim.errors import FabricsimError
-from fabricsim.units import parse_size
+from fabricsim.units import c_integer, parse_size
 
 # (short, long): every option takes a value
 _OPTIONS = [
@@ -60,10 +60,11 @@ class Args:
 
 
 def _int(name: str, text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise FabricsimError(f"option --{name} '{text}' is not an integer: give a number, e.g. --{name} 1") from None
+    """An integer option as nccl-tests reads it (strtol, base 0: '010' is 8)."""
+    n = c_integer(text)
+    if n is None:
+        raise FabricsimError(f"option --{name} '{text}' is not an integer: give a number, e.g. --{name} 1")
+    return n
 
 
 def _size(name: str, text: str) -> int:

@@ -18,6 +18,7 @@ from fabricsim.engine.chunking import ChunkEnv
 from fabricsim.errors import FabricsimError
 from fabricsim.topology.spec import ClusterSpec
 from fabricsim.tuner import nccl_versions
+from fabricsim.units import c_integer
 from fabricsim.vocab import parse_algorithms, parse_protocols
 
 
@@ -98,10 +99,9 @@ def _fixed(status: str, why: str) -> Callable[[RunSetup, str, str], EnvEffect]:
 
 def _size(var: str, value: str) -> int:
     """A byte count NCCL reads as an integer parameter (src/misc/param.cc: strtoll, base auto)."""
-    try:
-        n = int(value.strip(), 0)
-    except ValueError:
-        raise FabricsimError(f"{var}={value!r} is not a whole number of bytes: give it as the run set it") from None
+    n = c_integer(value)
+    if n is None:
+        raise FabricsimError(f"{var}={value!r} is not a whole number of bytes: give it as the run set it")
     if n <= 0:
         raise FabricsimError(f"{var}={value} must be a positive number of bytes")
     return n
@@ -138,10 +138,9 @@ CHANNEL_VARS = {
 def _channel_bound(run: RunSetup, var: str, value: str) -> EnvEffect:
     """A channel bound, read as NCCL reads an integer parameter (src/misc/param.cc: strtoll, base auto)."""
     field_name, side, what, how = CHANNEL_VARS[var]
-    try:
-        n = int(value.strip(), 0)
-    except ValueError:
-        raise FabricsimError(f"{var}={value!r} is not a whole number of channels: give a count, e.g. {var}=4") from None
+    n = c_integer(value)
+    if n is None:
+        raise FabricsimError(f"{var}={value!r} is not a whole number of channels: give a count, e.g. {var}=4")
     if n == 0 and var in ("NCCL_MIN_NCHANNELS", "NCCL_MIN_NRINGS"):
         return EnvEffect(var, value, "no effect", "0 is NCCL's default (no minimum, src/graph/connect.cc:335)")
     if n < 1:
@@ -201,10 +200,7 @@ def _nvls_enable(run: RunSetup, var: str, value: str) -> EnvEffect:
 def _collnet_enable(run: RunSetup, var: str, value: str) -> EnvEffect:
     # NCCL_COLLNET_ENABLE: config collnetEnable, 0 by default, any value but 0 or 1 read as 0 (src/init.cc:2146-2157,
     # 2201-2204, 2419); CollNet needs the network's collNetSupport (init.cc:1164-1167): IB SHARP switches here
-    try:
-        on = int(value.strip(), 0)
-    except ValueError:
-        on = -1
+    on = c_integer(value)
     if on not in (0, 1):
         raise FabricsimError(f"{var}={value!r}: give 0 (CollNet off, NCCL's default) or 1 (on, where the fabric's "
                              "switches reduce: IB SHARP)")
