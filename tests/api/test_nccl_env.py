@@ -215,3 +215,10 @@ def test_channel_counts_read_as_nccl_reads_integers():
     assert run.chunk_env.channels == ChannelEnv(min_nchannels=2, max_nchannels=8)
     with pytest.raises(fs.FabricsimError, match="is not a whole number of channels"):
         environment(RunSetup(TWO_NODES.spec, "all_reduce", ""), {"NCCL_MAX_NCHANNELS": "1_0"})
+
+
+def test_nvls_off_on_a_release_without_nvls_changes_nothing():
+    node = fs.cluster("dgx-h100").spec
+    run = RunSetup(node, "all_reduce", "", nccl_version="2.16.5")
+    (e,) = environment(run, {"NCCL_NVLS_ENABLE": "0"})
+    assert (e.status, e.why) == ("no effect", "NCCL 2.16.5 has no NVLS (NCCL 2.17 and newer do)") and run.spec.nvls

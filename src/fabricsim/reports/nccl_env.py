@@ -193,6 +193,9 @@ def _nvls_enable(run: RunSetup, var: str, value: str) -> EnvEffect:
         return EnvEffect(var, value, "no effect", f"NVLS where the cluster file has it (nvls {str(run.spec.nvls).lower()})")
     if not run.spec.nvls:
         return EnvEffect(var, value, "no effect", "the cluster has no NVLS (nvls false)")
+    release = nccl_versions.release(run.nccl_version)
+    if not release.has_algorithm("nvls"):
+        return EnvEffect(var, value, "no effect", f"{release.label} has no NVLS (NCCL 2.17 and newer do)")
     run.spec = dataclasses.replace(run.spec, nvls=False)
     return EnvEffect(var, value, "applied", "NVLS and NVLSTree out of the candidates: nvls false")
 
