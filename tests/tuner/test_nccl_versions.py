@@ -192,3 +192,14 @@ def test_the_engine_paces_trees_with_the_caps_of_the_release_that_ran():
         choice = select.best(topo, "all_reduce", 1 << 30, algos="tree", protos="simple", nccl_version=v)
         caps[v] = call_model(topo, job_call(topo, choice.job)).busbw_cap_per_channel
     assert caps == {"2.27.3": pytest.approx(72e9), "2.28.9": pytest.approx(24e9)}
+
+
+def test_the_ll_cap_is_the_release_s_too():
+    # llMaxBws' Hopper row on one node: 87.7 GB/s up to 2.20.5 (Ampere's row), 141 since (tuning.cc llMaxBws)
+    topo = load_cluster("dgx-h100")
+    cap = {}
+    for v in ("2.18.5", "2.30.7"):
+        choice = select.best(topo, "all_reduce", 1 << 16, algos="ring", protos="ll", nccl_version=v)
+        call = job_call(topo, choice.job)
+        cap[v] = call_model(topo, call).busbw_cap_per_channel * call.channels
+    assert cap == {"2.18.5": pytest.approx(87.7e9), "2.30.7": pytest.approx(141e9)}

@@ -74,9 +74,9 @@ class CommPlan:
     # NVLSTree's chunk starts from the Simple buffer step (buffSizes[Simple] / NCCL_STEPS) instead of the NVLS chunk:
     # NCCL 2.18-2.20 (v2.20.3-1 src/enqueue.cc:1684-1687, 1713-1716; comm->nvlsChunkSize from v2.21.5-1 enqueue.cc:1754)
     nvls_tree_from_step: bool = False
-    # The per-channel caps of the release NCCL ran (tuning.cc perChMax*Bws: ring LL128, tree LL128, tree, NVLSTree;
-    # each [compcap row][N1, N2, N4] GB/s; NVLSTree None where the release has no such table): None, the engine's
-    # (v2.30.7, engine.protocols)
+    # The per-channel caps of the release NCCL ran (tuning.cc perChMax*Bws: ring LL128, tree LL128, tree, NVLSTree,
+    # each [compcap row][N1, N2, N4] GB/s, NVLSTree None where the release has no such table; then llMaxBws): None,
+    # the engine's (v2.30.7, engine.protocols)
     channel_caps: tuple | None = None
     # Under the run's channel bounds (ChannelEnv), the communicator's channels and NVLS channels without them (0: no
     # bounds): NCCL's per-channel caps price the search's channels, which the unbounded communicator runs, so a

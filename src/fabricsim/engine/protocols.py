@@ -75,21 +75,19 @@ PER_CHANNEL_RING_LL128_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_RING_LL128_BW))
 PER_CHANNEL_TREE_LL128_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_TREE_LL128_BW))
 PER_CHANNEL_TREE_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_TREE_BW))
 PER_CHANNEL_NVLS_TREE_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_NVLS_TREE_BW))
-# llMaxBws [row][N1, N2, N4] GB/s, cap on LL bus bandwidth. Row = arch on one node; on several nodes
-# row 0 for Intel (and Arm) hosts, row 1 for AMD or mixed vendors (tuning.cc:268-272).
-LL_MAX_GBPS_ONE_NODE = {arch: row[0] for arch, row in zip(ARCHS, K.LL_MAX_BW)}
-LL_MAX_GBPS_MULTI_NODE = K.LL_MAX_BW[0]  # row 0: N1 (unused), N2, N4
-LL_MAX_GBPS_MULTI_NODE_AMD = K.LL_MAX_BW[1]
+# llMaxBws [row][N1, N2, N4] GB/s, cap on LL bus bandwidth (K.LL_MAX_BW, v2.30.7; a release's own through
+# CommPlan.channel_caps). Row = arch on one node (its N1 column); on several nodes row 0 for Intel (and Arm) hosts,
+# row 1 for AMD or mixed vendors (tuning.cc:268-272).
 
 
 
 def _caps(channel_caps: tuple | None) -> tuple[dict, dict, dict, dict]:
     """Per-arch rows of the four per-channel cap tables: a release's (chunking.CommPlan.channel_caps, its NVLSTree
     table v2.30.7's where the release has none: a channel's rate did not wait for NCCL's model to cap it) or
-    v2.30.7's."""
+    v2.30.7's. (The fifth table of channel_caps, llMaxBws, is read where LL is priced.)"""
     if channel_caps is None:
         return PER_CHANNEL_RING_LL128_GBPS, PER_CHANNEL_TREE_LL128_GBPS, PER_CHANNEL_TREE_GBPS, PER_CHANNEL_NVLS_TREE_GBPS
-    ring_ll128, tree_ll128, tree, nvls_tree = channel_caps
+    ring_ll128, tree_ll128, tree, nvls_tree = channel_caps[:4]
     return (dict(zip(ARCHS, ring_ll128)), dict(zip(ARCHS, tree_ll128)), dict(zip(ARCHS, tree)),
             PER_CHANNEL_NVLS_TREE_GBPS if nvls_tree is None else dict(zip(ARCHS, nvls_tree)))
 
@@ -172,8 +170,8 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         cap, source = nvls_tree[arch][col] * GBPS, f"tuning.cc perChMaxNVLSTreeBws{column}"
     if protocol == "ll":
         amd = cpu_vendor == "amd"
-        ll_max = (LL_MAX_GBPS_ONE_NODE[arch] if n_nodes == 1 else
-                  (LL_MAX_GBPS_MULTI_NODE_AMD if amd else LL_MAX_GBPS_MULTI_NODE)[col])
+        ll_rows = K.LL_MAX_BW if channel_caps is None else channel_caps[4]
+        ll_max = (dict(zip(ARCHS, (r[0] for r in ll_rows)))[arch] if n_nodes == 1 else ll_rows[int(amd)][col])
         if ll_max * GBPS / channels < cap:
             row = f"[{arch}][0]" if n_nodes == 1 else f"[{int(amd)}][N{(1, 2, 4)[col]}]"
             cap, source = ll_max * GBPS / channels, f"tuning.cc llMaxBws{row} / channels"

@@ -370,10 +370,10 @@ def nvls_bounded(system: NcclSystem, n: int) -> int:
 
 
 def _channel_caps(system: NcclSystem) -> tuple:
-    """The per-channel caps of the system's release (chunking.CommPlan.channel_caps): tuning.cc perChMax*Bws as
-    that release sets them (tuner.nccl_versions.tuning)."""
+    """The per-channel caps of the system's release (chunking.CommPlan.channel_caps): tuning.cc perChMax*Bws and
+    llMaxBws as that release sets them (tuner.nccl_versions.tuning)."""
     t = nccl_versions.tuning(system.release)
-    return t.per_ch_ring_ll128, t.per_ch_tree_ll128, t.per_ch_tree, t.per_ch_nvls_tree
+    return t.per_ch_ring_ll128, t.per_ch_tree_ll128, t.per_ch_tree, t.per_ch_nvls_tree, t.ll_max_bw
 
 
 def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.CommPlan:
