@@ -369,11 +369,13 @@ def nvls_bounded(system: NcclSystem, n: int) -> int:
     return max(min_ctas, min(max_ctas, n))
 
 
-def _channel_caps(system: NcclSystem) -> tuple:
-    """The per-channel caps of the system's release (chunking.CommPlan.channel_caps): tuning.cc perChMax*Bws and
-    llMaxBws as that release sets them (tuner.nccl_versions.tuning)."""
+def _channel_caps(system: NcclSystem) -> chunking.ChannelCaps:
+    """The per-channel and LL caps of the system's release (tuning.cc perChMax*Bws, llMaxBws: tuner.nccl_versions.
+    tuning), v2.30.7's NVLSTree table where the release has none (before 2.28.3): a channel's rate did not wait for
+    NCCL's model to cap it."""
     t = nccl_versions.tuning(system.release)
-    return t.per_ch_ring_ll128, t.per_ch_tree_ll128, t.per_ch_tree, t.per_ch_nvls_tree, t.ll_max_bw
+    nvls_tree = t.per_ch_nvls_tree if t.per_ch_nvls_tree is not None else chunking.DEFAULT_CAPS.nvls_tree
+    return chunking.ChannelCaps(t.per_ch_ring_ll128, t.per_ch_tree_ll128, t.per_ch_tree, nvls_tree, t.ll_max_bw)
 
 
 def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.CommPlan:
