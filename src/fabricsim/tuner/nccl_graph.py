@@ -398,11 +398,13 @@ def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.Comm
     if not tree_max:
         tree_max = (chunking.nvls_tree_max_chunk(0 if from_step else chunk, system.n_nodes)
                     if rel.get("nvls_tree 64 KiB chunk from 4 nodes") else (0 if from_step else chunk))
-    natural = dataclasses.replace(system, channel_env=chunking.ChannelEnv()) if system.channel_env else None
+    # the communicator without the run's channel bounds, whose channels NCCL's per-channel caps price
+    natural = comm_plan(dataclasses.replace(system, channel_env=chunking.ChannelEnv()), graphs) \
+        if system.channel_env else None
     return chunking.CommPlan(
         channels=comm_channels(system, graphs), nvls_channels=nvls,
-        natural_channels=comm_channels(natural, graphs) if natural else 0,
-        natural_nvls_channels=comm_plan(natural, graphs).nvls_channels if natural else 0,
+        natural_channels=natural.channels if natural else 0,
+        natural_nvls_channels=natural.nvls_channels if natural else 0,
         nvls_heads=max(graphs["NVLS"].n_channels, 1), nvls_tree_max_chunk=tree_max, nvls_tree_from_step=from_step,
         nvls_chunk=chunk, collnet_heads=max(graphs["CollNetDirect"].n_channels, 1),
         ring_simple_threads=256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS,
