@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from fabricsim.engine import nccl_constants as K
 
@@ -56,6 +57,22 @@ NVLS_MAX_HEADS = K.MAX_NVLS_ARITY  # NCCL_MAX_NVLS_ARITY (src/include/device.h)
 NVLS_COPY_STAGES = 2
 
 
+class ChannelCaps(NamedTuple):
+    """NCCL's per-channel bandwidth caps of one release (tuning.cc perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
+    perChMaxTreeBws, perChMaxNVLSTreeBws: [compcap row][N1, N2, N4] GB/s) and its LL cap (llMaxBws: [row][N1, N2,
+    N4], see engine.protocols). They bound a call and pace a pipelined tree's levels (engine.assemble)."""
+
+    ring_ll128: tuple
+    tree_ll128: tuple
+    tree: tuple
+    nvls_tree: tuple
+    ll_max: tuple
+
+
+DEFAULT_CAPS = ChannelCaps(K.PER_CH_MAX_RING_LL128_BW, K.PER_CH_MAX_TREE_LL128_BW, K.PER_CH_MAX_TREE_BW,
+                           K.PER_CH_MAX_NVLS_TREE_BW, K.LL_MAX_BW)  # v2.30.7's (engine.nccl_constants)
+
+
 @dataclass(frozen=True)
 class CommPlan:
     """What NCCL's communicator gives every call (filled in by the tuner from NCCL's system and graphs; the engine
@@ -74,10 +91,7 @@ class CommPlan:
     # NVLSTree's chunk starts from the Simple buffer step (buffSizes[Simple] / NCCL_STEPS) instead of the NVLS chunk:
     # NCCL 2.18-2.20 (v2.20.3-1 src/enqueue.cc:1684-1687, 1713-1716; comm->nvlsChunkSize from v2.21.5-1 enqueue.cc:1754)
     nvls_tree_from_step: bool = False
-    # The per-channel caps of the release NCCL ran (tuning.cc perChMax*Bws: ring LL128, tree LL128, tree, NVLSTree,
-    # each [compcap row][N1, N2, N4] GB/s, NVLSTree None where the release has no such table; then llMaxBws): None,
-    # the engine's (v2.30.7, engine.protocols)
-    channel_caps: tuple | None = None
+    channel_caps: ChannelCaps | None = None  # the caps of the release NCCL ran; None: v2.30.7's (DEFAULT_CAPS)
     # Under the run's channel bounds (ChannelEnv), the communicator's channels and NVLS channels without them (0: no
     # bounds): NCCL's per-channel caps price the search's channels, which the unbounded communicator runs, so a
     # call's share of them is its channels over these (`call_chunks`; above 1 on more, NCCL_MIN_NCHANNELS)

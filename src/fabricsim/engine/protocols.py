@@ -15,6 +15,7 @@ import numpy as np
 
 from fabricsim import hardware
 from fabricsim.engine import nccl_constants as K
+from fabricsim.engine.chunking import DEFAULT_CAPS, ChannelCaps
 from fabricsim.errors import FabricsimError
 # Protocols in NCCL's [LL, LL128, Simple] column order; the NCCL algorithm each fabricsim algorithm is timed as
 # (algorithms NCCL does not have use the Ring rows: NCCL's per-step cost of a send/recv step over that hop class).
@@ -70,26 +71,10 @@ TREE_LL128_ONE_NODE = TREE_ALLREDUCE * 7 / 9  # tuning.cc: Tree LL128 x7/9 inste
 # only holds without the factor (measured 8x B200: NVLS AG/RS busbw = Ring's).
 NVLS_EFFICIENCY = dict(zip(ARCHS, K.NVLS_EFFICIENCY))
 
-# Per-channel bandwidth caps in GB/s [arch][N1, N2, N4] (tuning.cc perChMax*Bws, v2.30.7).
-PER_CHANNEL_RING_LL128_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_RING_LL128_BW))
-PER_CHANNEL_TREE_LL128_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_TREE_LL128_BW))
-PER_CHANNEL_TREE_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_TREE_BW))
-PER_CHANNEL_NVLS_TREE_GBPS = dict(zip(ARCHS, K.PER_CH_MAX_NVLS_TREE_BW))
-# llMaxBws [row][N1, N2, N4] GB/s, cap on LL bus bandwidth (K.LL_MAX_BW, v2.30.7; a release's own through
-# CommPlan.channel_caps). Row = arch on one node (its N1 column); on several nodes row 0 for Intel (and Arm) hosts,
-# row 1 for AMD or mixed vendors (tuning.cc:268-272).
-
-
-
-def _caps(channel_caps: tuple | None) -> tuple[dict, dict, dict, dict]:
-    """Per-arch rows of the four per-channel cap tables: a release's (chunking.CommPlan.channel_caps, its NVLSTree
-    table v2.30.7's where the release has none: a channel's rate did not wait for NCCL's model to cap it) or
-    v2.30.7's. (The fifth table of channel_caps, llMaxBws, is read where LL is priced.)"""
-    if channel_caps is None:
-        return PER_CHANNEL_RING_LL128_GBPS, PER_CHANNEL_TREE_LL128_GBPS, PER_CHANNEL_TREE_GBPS, PER_CHANNEL_NVLS_TREE_GBPS
-    ring_ll128, tree_ll128, tree, nvls_tree = channel_caps[:4]
-    return (dict(zip(ARCHS, ring_ll128)), dict(zip(ARCHS, tree_ll128)), dict(zip(ARCHS, tree)),
-            PER_CHANNEL_NVLS_TREE_GBPS if nvls_tree is None else dict(zip(ARCHS, nvls_tree)))
+# Per-channel bandwidth caps in GB/s [arch row][N1, N2, N4] and llMaxBws, the LL bus bandwidth cap [row][N1, N2,
+# N4]: engine.chunking.ChannelCaps, a release's own through CommPlan.channel_caps (DEFAULT_CAPS: v2.30.7's). llMaxBws'
+# row is the arch on one node (its N1 column); on several nodes row 0 for Intel (and Arm) hosts, row 1 for AMD or
+# mixed vendors (tuning.cc:268-272).
 
 
 @dataclass(frozen=True)
@@ -134,7 +119,7 @@ def _bus_to_alg(family: str, collective: str, nranks: int) -> float:
 
 def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, channels: int, collective: str,
                    nranks: int = 2, net_step: tuple[float, float, float] | None = None,
-                   cpu_vendor: str = "intel", channel_caps: tuple | None = None) -> ProtocolModel:
+                   cpu_vendor: str = "intel", channel_caps: ChannelCaps | None = None) -> ProtocolModel:
     """The constants for timing `algorithm` with `protocol` on `arch` GPUs spread over `n_nodes` NVLink domains.
 
     `channels` are NCCL's search-graph channels: the per-channel caps of tuning.cc multiply them. `net_step`: the
@@ -159,19 +144,18 @@ def protocol_model(algorithm: str, protocol: str, arch: str, n_nodes: int, chann
         wire = COLLNET_DIRECT_SM90_ALLREDUCE
     cap, source = math.inf, ""
     column = f"[{arch}][N{(1, 2, 4)[col]}]"
-    ring_ll128, tree_ll128, tree, nvls_tree = _caps(channel_caps)
+    caps, row = channel_caps or DEFAULT_CAPS, ARCHS.index(arch)
     if family == "Ring" and protocol == "ll128":
-        cap, source = ring_ll128[arch][col] * GBPS, f"tuning.cc perChMaxRingLL128Bws{column}"
+        cap, source = caps.ring_ll128[row][col] * GBPS, f"tuning.cc perChMaxRingLL128Bws{column}"
     elif family == "Tree" and protocol == "ll128":
-        cap, source = tree_ll128[arch][col] * GBPS, f"tuning.cc perChMaxTreeLL128Bws{column}"
+        cap, source = caps.tree_ll128[row][col] * GBPS, f"tuning.cc perChMaxTreeLL128Bws{column}"
     elif family == "Tree" and collective == "all_reduce":
-        cap, source = tree[arch][col] * GBPS, f"tuning.cc perChMaxTreeBws{column}"
+        cap, source = caps.tree[row][col] * GBPS, f"tuning.cc perChMaxTreeBws{column}"
     elif family == "NVLSTree" and n_nodes > 1:
-        cap, source = nvls_tree[arch][col] * GBPS, f"tuning.cc perChMaxNVLSTreeBws{column}"
+        cap, source = caps.nvls_tree[row][col] * GBPS, f"tuning.cc perChMaxNVLSTreeBws{column}"
     if protocol == "ll":
         amd = cpu_vendor == "amd"
-        ll_rows = K.LL_MAX_BW if channel_caps is None else channel_caps[4]
-        ll_max = (dict(zip(ARCHS, (r[0] for r in ll_rows)))[arch] if n_nodes == 1 else ll_rows[int(amd)][col])
+        ll_max = caps.ll_max[row][0] if n_nodes == 1 else caps.ll_max[int(amd)][col]
         if ll_max * GBPS / channels < cap:
             row = f"[{arch}][0]" if n_nodes == 1 else f"[{int(amd)}][N{(1, 2, 4)[col]}]"
             cap, source = ll_max * GBPS / channels, f"tuning.cc llMaxBws{row} / channels"

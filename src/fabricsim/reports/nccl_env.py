@@ -218,13 +218,13 @@ def _collnet_enable(run: RunSetup, var: str, value: str) -> EnvEffect:
 
 
 def _gdr_c2c(run: RunSetup, var: str, value: str) -> EnvEffect:
-    # NCCL_NET_GDR_C2C: GPUDirect RDMA for a GPU that reaches its NIC through its CPU over C2C (Grace); read from
-    # 2.26 (v2.26.2-1 src/graph/paths.cc:381, default 0; none in v2.25.1-1), default 1 from 2.27.3 (v2.27.3-1
-    # paths.cc:386); off, such a GPU's NIC is at PHB, above NCCL_NET_GDR_LEVEL's PXB, and GPUDirect RDMA is off
+    # NCCL_NET_GDR_C2C: GPUDirect RDMA for a GPU that reaches its NIC through its CPU over C2C (Grace), with the
+    # release's default (tuner.nccl_versions 'net gdr c2c default'); off, such a GPU's NIC is at PHB, above
+    # NCCL_NET_GDR_LEVEL's PXB, and GPUDirect RDMA is off
     release = nccl_versions.release(run.nccl_version)
-    if release.version < (2, 26, 0):
+    default = release.get("net gdr c2c default")
+    if default is None:
         return EnvEffect(var, value, "no effect", f"{release.label} does not read it (NCCL 2.26 and newer do)")
-    default = "1" if release.version >= (2, 27, 3) else "0"
     if value.strip() == default:
         return EnvEffect(var, value, "no effect", f"{default} is {release.label}'s default")
     if value.strip() == "1":

@@ -369,11 +369,13 @@ def nvls_bounded(system: NcclSystem, n: int) -> int:
     return max(min_ctas, min(max_ctas, n))
 
 
-def _channel_caps(system: NcclSystem) -> tuple:
-    """The per-channel caps of the system's release (chunking.CommPlan.channel_caps): tuning.cc perChMax*Bws and
-    llMaxBws as that release sets them (tuner.nccl_versions.tuning)."""
+def _channel_caps(system: NcclSystem) -> chunking.ChannelCaps:
+    """The per-channel and LL caps of the system's release (tuning.cc perChMax*Bws, llMaxBws: tuner.nccl_versions.
+    tuning), v2.30.7's NVLSTree table where the release has none (before 2.28.3): a channel's rate did not wait for
+    NCCL's model to cap it."""
     t = nccl_versions.tuning(system.release)
-    return t.per_ch_ring_ll128, t.per_ch_tree_ll128, t.per_ch_tree, t.per_ch_nvls_tree, t.ll_max_bw
+    nvls_tree = t.per_ch_nvls_tree if t.per_ch_nvls_tree is not None else chunking.DEFAULT_CAPS.nvls_tree
+    return chunking.ChannelCaps(t.per_ch_ring_ll128, t.per_ch_tree_ll128, t.per_ch_tree, nvls_tree, t.ll_max_bw)
 
 
 def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.CommPlan:
@@ -396,11 +398,13 @@ def comm_plan(system: NcclSystem, graphs: dict[str, NcclGraph]) -> chunking.Comm
     if not tree_max:
         tree_max = (chunking.nvls_tree_max_chunk(0 if from_step else chunk, system.n_nodes)
                     if rel.get("nvls_tree 64 KiB chunk from 4 nodes") else (0 if from_step else chunk))
-    natural = dataclasses.replace(system, channel_env=chunking.ChannelEnv()) if system.channel_env else None
+    # the communicator without the run's channel bounds, whose channels NCCL's per-channel caps price
+    natural = comm_plan(dataclasses.replace(system, channel_env=chunking.ChannelEnv()), graphs) \
+        if system.channel_env else None
     return chunking.CommPlan(
         channels=comm_channels(system, graphs), nvls_channels=nvls,
-        natural_channels=comm_channels(natural, graphs) if natural else 0,
-        natural_nvls_channels=comm_plan(natural, graphs).nvls_channels if natural else 0,
+        natural_channels=natural.channels if natural else 0,
+        natural_nvls_channels=natural.nvls_channels if natural else 0,
         nvls_heads=max(graphs["NVLS"].n_channels, 1), nvls_tree_max_chunk=tree_max, nvls_tree_from_step=from_step,
         nvls_chunk=chunk, collnet_heads=max(graphs["CollNetDirect"].n_channels, 1),
         ring_simple_threads=256 if ring.bw_intra * ring.n_channels <= K.PCI_BW else K.SIMPLE_MAX_NTHREADS,

@@ -87,6 +87,9 @@ RULES: tuple[Rule, ...] = (
     # CPU', v2.26.2-1 src/graph/paths.cc:96-97) until 2.27.3 named that path PATH_P2C (src/graph/paths.cc:669-681)
     Rule("c2c gpu-nic path", (2, 4, 2), (2, 26, 6), "phb", _SRC + "v2.26.2-1 src/graph/paths.cc:96-97"),
     Rule("c2c gpu-nic path", (2, 27, 3), None, "p2c", _SRC + "v2.27.3-1 src/graph/paths.cc:669-681"),
+    # NCCL_NET_GDR_C2C (GPUDirect RDMA on that path) and its default: none in v2.25.1-1
+    Rule("net gdr c2c default", (2, 26, 2), (2, 26, 6), "0", _SRC + "v2.26.2-1 src/graph/paths.cc:381"),
+    Rule("net gdr c2c default", (2, 27, 3), None, "1", _SRC + "v2.27.3-1 src/graph/paths.cc:386"),
     # -- channels ------------------------------------------------------------------------------------------------------
     # 2.20-2.21 raised comm->nChannels to nvlsChannels but Ring/Tree kept comm->collChannels (v2.21.5 enqueue.cc:1568);
     # 2.22.3 made Ring/Tree use comm->nChannels; 2.28.3 dropped the raise ("Decreased max CTA count from 32 to 16 on
